@@ -1,0 +1,264 @@
+"""The paper catalogue (SQLite in the data directory): paper metadata, topic membership, user lists.
+
+Chroma holds the chunks and vectors; this holds what pages and lists need without touching vectors.
+Every write is one transaction, so a killed process leaves either the old or the new row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from paperchat.types import Paper
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS papers (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    authors TEXT NOT NULL,
+    abstract TEXT NOT NULL,
+    date TEXT,
+    categories TEXT NOT NULL,
+    url TEXT NOT NULL,
+    pdf_path TEXT,
+    pdf_sha256 TEXT,
+    abstract_hash TEXT,
+    pdf_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS papers_date ON papers(date);
+CREATE INDEX IF NOT EXISTS papers_pdf_sha ON papers(pdf_sha256);
+CREATE TABLE IF NOT EXISTS paper_topics (
+    paper_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    PRIMARY KEY (paper_id, topic)
+);
+CREATE INDEX IF NOT EXISTS paper_topics_topic ON paper_topics(topic);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS follows (topic TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS saves (paper_id TEXT PRIMARY KEY, since TEXT NOT NULL);
+"""
+
+
+class Catalog:
+    """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._lock = threading.RLock()
+        with self._lock, self._conn:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # -- papers -------------------------------------------------------------------------------
+
+    def hashes(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(abstract_hash, pdf_hash) of the given papers that exist."""
+        out: dict[str, tuple[str | None, str | None]] = {}
+        ids = list(ids)
+        with self._lock:
+            for i in range(0, len(ids), 900):
+                part = ids[i : i + 900]
+                q = f"SELECT id, abstract_hash, pdf_hash FROM papers WHERE id IN ({','.join('?' * len(part))})"
+                for pid, ah, ph in self._conn.execute(q, part):
+                    out[pid] = (ah, ph)
+        return out
+
+    def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]]) -> None:
+        """Insert or update papers with their abstract hash and topics, keeping PDF fields."""
+        with self._lock, self._conn:
+            for paper, abstract_hash, topics in rows:
+                self._conn.execute(
+                    """INSERT INTO papers (id, title, authors, abstract, date, categories, url, abstract_hash)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                       ON CONFLICT(id) DO UPDATE SET title=excluded.title, authors=excluded.authors,
+                         abstract=excluded.abstract, date=COALESCE(excluded.date, papers.date),
+                         categories=excluded.categories, url=excluded.url,
+                         abstract_hash=excluded.abstract_hash""",
+                    (
+                        paper.id,
+                        paper.title,
+                        json.dumps(paper.authors),
+                        paper.abstract,
+                        paper.date.isoformat() if paper.date else None,
+                        json.dumps(paper.categories),
+                        paper.url,
+                        abstract_hash,
+                    ),
+                )
+                self._set_topics(paper.id, topics)
+
+    def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
+        """Record that a PDF was ingested for a paper (creating the paper when it is new)."""
+        with self._lock, self._conn:
+            self._conn.execute(
+                """INSERT INTO papers (id, title, authors, abstract, date, categories, url,
+                                       pdf_path, pdf_sha256, pdf_hash)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT(id) DO UPDATE SET pdf_path=excluded.pdf_path,
+                     pdf_sha256=excluded.pdf_sha256, pdf_hash=excluded.pdf_hash""",
+                (
+                    paper.id,
+                    paper.title,
+                    json.dumps(paper.authors),
+                    paper.abstract,
+                    paper.date.isoformat() if paper.date else None,
+                    json.dumps(paper.categories),
+                    paper.url,
+                    pdf_path,
+                    pdf_sha256,
+                    pdf_hash,
+                ),
+            )
+            self._set_topics(paper.id, topics)
+
+    def _set_topics(self, paper_id: str, topics: list[str]) -> None:
+        self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO paper_topics (paper_id, topic) VALUES (?, ?)", [(paper_id, t) for t in topics]
+        )
+
+    def replace_all_topics(self, memberships: dict[str, list[str]]) -> None:
+        """Replace every paper's topics at once (after the topic rules changed)."""
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM paper_topics")
+            self._conn.executemany(
+                "INSERT INTO paper_topics (paper_id, topic) VALUES (?, ?)",
+                [(pid, t) for pid, ts in memberships.items() for t in ts],
+            )
+
+    def remove_paper(self, paper_id: str) -> bool:
+        with self._lock, self._conn:
+            cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
+            self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
+            self._conn.execute("DELETE FROM saves WHERE paper_id=?", (paper_id,))
+            return cur.rowcount > 0
+
+    def _row_to_paper(self, row: tuple[object, ...], topics: list[str]) -> Paper:
+        pid, title, authors, abstract, date, cats, url, pdf_path = row
+        return Paper(
+            id=str(pid),
+            title=str(title),
+            authors=json.loads(str(authors)),
+            abstract=str(abstract),
+            date=dt.date.fromisoformat(str(date)) if date else None,
+            categories=json.loads(str(cats)),
+            url=str(url),
+            pdf_path=str(pdf_path) if pdf_path else None,
+            topics=topics,
+        )
+
+    _COLS = "id, title, authors, abstract, date, categories, url, pdf_path"
+
+    def get(self, paper_id: str) -> Paper | None:
+        papers = self.get_many([paper_id])
+        return papers.get(paper_id)
+
+    def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, Paper] = {}
+        with self._lock:
+            for i in range(0, len(ids), 900):
+                part = ids[i : i + 900]
+                marks = ",".join("?" * len(part))
+                topics: dict[str, list[str]] = {}
+                for pid, t in self._conn.execute(
+                    f"SELECT paper_id, topic FROM paper_topics WHERE paper_id IN ({marks}) ORDER BY topic", part
+                ):
+                    topics.setdefault(pid, []).append(t)
+                for row in self._conn.execute(f"SELECT {self._COLS} FROM papers WHERE id IN ({marks})", part):
+                    out[row[0]] = self._row_to_paper(row, topics.get(row[0], []))
+        return out
+
+    def find_by_pdf_sha(self, sha256: str) -> Paper | None:
+        with self._lock:
+            row = self._conn.execute("SELECT id FROM papers WHERE pdf_sha256=?", (sha256,)).fetchone()
+        return self.get(row[0]) if row else None
+
+    def topic_papers(self, topic: str, since: dt.date | None = None, until: dt.date | None = None) -> list[str]:
+        """Ids of a topic's papers, newest first."""
+        q = "SELECT p.id FROM papers p JOIN paper_topics t ON t.paper_id=p.id WHERE t.topic=?"
+        args: list[object] = [topic]
+        if since:
+            q += " AND p.date >= ?"
+            args.append(since.isoformat())
+        if until:
+            q += " AND p.date <= ?"
+            args.append(until.isoformat())
+        q += " ORDER BY p.date DESC, p.id DESC"
+        with self._lock:
+            return [r[0] for r in self._conn.execute(q, args)]
+
+    def topic_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_topics GROUP BY topic").fetchall())
+
+    def topic_dates(self, topic: str | None) -> list[dt.date]:
+        """Dates of all papers (topic=None) or of one topic's papers."""
+        if topic is None:
+            q, args = "SELECT date FROM papers WHERE date IS NOT NULL", []
+        else:
+            q = "SELECT p.date FROM papers p JOIN paper_topics t ON t.paper_id=p.id WHERE t.topic=? AND p.date IS NOT NULL"
+            args = [topic]
+        with self._lock:
+            return [dt.date.fromisoformat(r[0]) for r in self._conn.execute(q, args)]
+
+    def shared_papers(self, topic: str) -> dict[str, int]:
+        """For each other topic, how many papers it shares with `topic`."""
+        q = """SELECT b.topic, COUNT(*) FROM paper_topics a JOIN paper_topics b ON a.paper_id=b.paper_id
+               WHERE a.topic=? AND b.topic<>? GROUP BY b.topic"""
+        with self._lock:
+            return dict(self._conn.execute(q, (topic, topic)).fetchall())
+
+    def iter_papers(self) -> Iterator[Paper]:
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {self._COLS} FROM papers").fetchall()
+        for row in rows:
+            yield self._row_to_paper(row, [])
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+
+    # -- meta and user lists -------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
+        with self._lock, self._conn:
+            if on:
+                self._conn.execute(
+                    f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, dt.datetime.now().isoformat())
+                )
+            else:
+                self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
+
+    def follow(self, topic: str, on: bool = True) -> None:
+        self._toggle("follows", "topic", topic, on)
+
+    def save(self, paper_id: str, on: bool = True) -> None:
+        self._toggle("saves", "paper_id", paper_id, on)
+
+    def followed(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
+
+    def saved(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]

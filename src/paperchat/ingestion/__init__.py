@@ -1,0 +1,1 @@
+"""Sources (arXiv records, PDFs) -> pages -> chunks -> vectors -> store."""

@@ -1,0 +1,279 @@
+"""The ingest pipeline: skip what is stored (before embedding), embed the rest in batches, write the store,
+then the catalogue, then rebuild the lexical index.
+
+Order matters for `kill -9`: chunks go to Chroma first (ids are content hashes, so a repeat is a no-op),
+the catalogue row is written after its chunks, and the lexical index is marked dirty before Chroma changes
+and rebuilt at the end. A rerun therefore finishes a killed run with no duplicate and no missing chunk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paperchat.ingestion.chunking import PageChunker, abstract_chunk
+from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
+from paperchat.ingestion.records import Failure
+from paperchat.ingestion.text import clean_text
+from paperchat.library import Library
+from paperchat.store import chunk_metadata
+from paperchat.types import Chunk, Paper, ParsedPdf
+
+PAPER_BATCH = 512
+Progress = Callable[[int, int], None]  # (papers done, chunks done)
+
+
+@dataclass
+class IngestReport:
+    """What one ingest run did. `exit_code`: 0 all fine, 1 some inputs failed, 2 nothing could be ingested."""
+
+    papers: int = 0
+    chunks_added: int = 0
+    chunks_skipped: int = 0
+    chunks_removed: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    paper_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "papers": self.papers,
+            "chunks_added": self.chunks_added,
+            "chunks_skipped": self.chunks_skipped,
+            "chunks_removed": self.chunks_removed,
+            "failed": [{"source": f.source, "reason": f.reason} for f in self.failed],
+            "seconds": round(self.seconds, 3),
+        }
+
+    @property
+    def exit_code(self) -> int:
+        if not self.failed:
+            return 0
+        return 1 if self.papers else 2
+
+    def merge(self, other: IngestReport) -> None:
+        self.papers += other.papers
+        self.chunks_added += other.chunks_added
+        self.chunks_skipped += other.chunks_skipped
+        self.chunks_removed += other.chunks_removed
+        self.failed.extend(other.failed)
+        self.paper_ids.extend(other.paper_ids)
+
+
+class Ingester:
+    """Writes papers and PDFs into a Library.
+
+    Args:
+        library: the open library.
+        vector_cache: precomputed vectors by chunk id (the bundled demo corpus); used instead of embedding.
+        progress: called after each batch with running totals.
+    """
+
+    def __init__(self, library: Library, vector_cache: dict[str, np.ndarray] | None = None, progress: Progress | None = None) -> None:
+        self.lib = library
+        self.settings = library.settings
+        self.vector_cache = vector_cache or {}
+        self.progress = progress
+        self._dirty = False
+
+    # -- shared steps -------------------------------------------------------------------------------
+
+    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        vectors = np.zeros((len(chunks), self.lib.embedder.dim), dtype=np.float32)
+        todo = []
+        for i, c in enumerate(chunks):
+            cached = self.vector_cache.get(c.id)
+            if cached is not None:
+                vectors[i] = cached
+            else:
+                todo.append(i)
+        if todo:
+            vectors[todo] = self.lib.embedder.embed([chunks[i].text for i in todo], self.settings.batch_size)
+        return vectors
+
+    def _write(self, chunks: Sequence[Chunk], metas: Sequence[dict[str, Any]], report: IngestReport) -> None:
+        """Embed and store the chunks that are not stored yet (checked before embedding)."""
+        existing = self.lib.store.existing_ids([c.id for c in chunks])
+        new = [(c, m) for c, m in zip(chunks, metas, strict=True) if c.id not in existing]
+        report.chunks_skipped += len(chunks) - len(new)
+        if not new:
+            return
+        self._mark_dirty()
+        vecs = self._embed([c for c, _ in new])
+        self.lib.store.upsert([c for c, _ in new], vecs, [m for _, m in new])
+        report.chunks_added += len(new)
+
+    def _remove_stale(self, paper_ids: Sequence[str], kind: str, keep: set[str], report: IngestReport) -> None:
+        if not paper_ids:
+            return
+        where = {"$and": [{"paper_id": {"$in": list(paper_ids)}}, {"kind": kind}]}
+        stale = [i for i in self.lib.store.ids_where(where) if i not in keep]
+        if stale:
+            self._mark_dirty()
+            self.lib.store.delete(stale)
+            report.chunks_removed += len(stale)
+
+    def _mark_dirty(self) -> None:
+        if not self._dirty:
+            self.lib.lexical.mark_dirty()
+            self._dirty = True
+
+    def finish(self) -> None:
+        """Rebuild the lexical index when this run changed the store (or a killed run left it dirty)."""
+        if self._dirty or self.lib.lexical.is_dirty():
+            self.lib.lexical.rebuild(self.lib.store)
+            self._dirty = False
+
+    # -- abstract records ---------------------------------------------------------------------------
+
+    def ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
+        """Ingest paper records (one chunk each); failures pass through into the report."""
+        t0 = time.perf_counter()
+        report = IngestReport()
+        batch: list[Paper] = []
+        for item in items:
+            if isinstance(item, Failure):
+                report.failed.append(item)
+                continue
+            batch.append(item)
+            if len(batch) >= PAPER_BATCH:
+                self._records_batch(batch, report)
+                batch = []
+        if batch:
+            self._records_batch(batch, report)
+        self.finish()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
+        known = self.lib.catalog.hashes(p.id for p in papers)
+        todo: list[tuple[Paper, Chunk]] = []
+        for p in papers:
+            ch = abstract_chunk(p)
+            if ch is None:
+                continue
+            if known.get(p.id, (None, None))[0] == ch.id:
+                report.chunks_skipped += 1  # unchanged: nothing to embed, nothing to write
+            else:
+                todo.append((p, ch))
+        report.papers += len(papers)
+        report.paper_ids.extend(p.id for p in papers)
+        if todo:
+            topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
+            metas = [chunk_metadata(ch, p.date, topics[p.id]) for p, ch in todo]
+            self._write([ch for _, ch in todo], metas, report)
+            self._remove_stale([p.id for p, _ in todo], "abstract", {ch.id for _, ch in todo}, report)
+            self.lib.catalog.upsert_papers((p, ch.id, topics[p.id]) for p, ch in todo)
+        if self.progress:
+            self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+
+    # -- PDFs -------------------------------------------------------------------------------------
+
+    def ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None = None) -> IngestReport:
+        """Ingest PDFs (files and folders). Unchanged files (same bytes, same chunking) are skipped unparsed.
+
+        Args:
+            inputs: files or folders.
+            paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
+        """
+        t0 = time.perf_counter()
+        report = IngestReport()
+        files, missing = find_pdfs(inputs)
+        report.failed.extend(Failure(s, r) for s, r in missing)
+        sidecars = load_sidecars(files)
+        signature = f"{self.settings.chunk_size}/{self.settings.chunk_overlap}"
+        to_parse: list[Path] = []
+        shas: dict[Path, str] = {}
+        for f in files:
+            try:
+                sha = sha256_file(f)
+            except OSError as exc:
+                report.failed.append(Failure(str(f), f"cannot read the file ({exc.strerror})"))
+                continue
+            shas[f] = sha
+            known = self.lib.catalog.find_by_pdf_sha(sha)
+            if known is not None and self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] == f"{sha}:{signature}":
+                report.papers += 1
+                report.paper_ids.append(known.id)
+                report.chunks_skipped += len(self.lib.store.ids_where({"paper_id": known.id}))
+                continue
+            to_parse.append(f)
+        chunker = PageChunker(self.settings.chunk_size, self.settings.chunk_overlap)
+        if to_parse:
+            self.lib.store.record_chunking()
+        workers = 1 if len(to_parse) < 4 else 2
+        for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers):
+            if res.pdf is None:
+                report.failed.append(Failure(str(res.path), res.error or "unknown error"))
+                continue
+            try:
+                self._one_pdf(res.pdf, sidecars.get(str(res.path.resolve()), {}), chunker, f"{shas[res.path]}:{signature}", paper_id, report)
+            except Exception as exc:  # a store error on one file must not lose the rest of the batch
+                report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
+            if self.progress:
+                self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+        self.finish()
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _paper_for_pdf(self, pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> tuple[Paper, bool]:
+        """The paper a PDF belongs to: the known abstract record when its id is known, else a new one."""
+        arxiv = paper_id or (side.get("arxiv_id") or None) or pdf.arxiv_id
+        pid = arxiv or f"pdf-{pdf.sha256[:12]}"
+        known = self.lib.catalog.get(pid)
+        if known is not None:
+            return known, False
+        date = None
+        vd = side.get("version_date")
+        if isinstance(vd, str):
+            try:
+                date = dt.date.fromisoformat(vd if len(vd) > 7 else vd + "-01")
+            except ValueError:
+                date = None
+        abstract = clean_text(side["abstract"]) if isinstance(side.get("abstract"), str) else ""
+        paper = Paper(
+            id=pid,
+            title=clean_text(side["title"]) if side.get("title") else pdf.title,
+            authors=[str(a) for a in side.get("authors", [])] if isinstance(side.get("authors"), list) else [],
+            abstract=abstract,
+            date=date,
+            url=f"https://arxiv.org/abs/{arxiv}" if arxiv else "",
+        )
+        return paper, True
+
+    def _one_pdf(self, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None, report: IngestReport) -> None:
+        paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
+        topics = paper.topics if not is_new else self.lib.topics.match(paper)
+        chunks = chunker.chunk_pages(paper.id, pdf.pages)
+        metas = [chunk_metadata(c, paper.date, topics) for c in chunks]
+        abs_chunk = abstract_chunk(paper) if is_new else None
+        if abs_chunk is not None:
+            chunks.append(abs_chunk)
+            metas.append(chunk_metadata(abs_chunk, paper.date, topics))
+        self._write(chunks, metas, report)
+        self._remove_stale([paper.id], "pdf", {c.id for c in chunks}, report)
+        if is_new:
+            self.lib.catalog.upsert_papers([(paper, abs_chunk.id if abs_chunk else None, topics)])
+        self.lib.catalog.set_pdf(paper, str(Path(pdf.path).resolve()), pdf.sha256, pdf_hash, topics)
+        report.papers += 1
+        report.paper_ids.append(paper.id)
+
+    # -- removal --------------------------------------------------------------------------------------
+
+    def remove_paper(self, paper_id: str) -> int:
+        """Remove a paper's chunks and catalogue entry; returns the number of chunks removed."""
+        ids = self.lib.store.ids_where({"paper_id": paper_id})
+        known = self.lib.catalog.get(paper_id) is not None
+        if ids:
+            self._mark_dirty()
+            self.lib.store.delete(ids)
+        self.lib.catalog.remove_paper(paper_id)
+        self.finish()
+        return len(ids) if (ids or known) else -1
+

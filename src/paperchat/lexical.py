@@ -1,0 +1,196 @@
+"""The lexical (BM25) index, built with bm25s from the store's chunks at ingest and persisted beside it.
+
+Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
+this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
+The index is written to a fresh folder and switched to with an atomic rename of the CURRENT pointer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paperchat.store import TOPIC_PREFIX, VectorStore
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having
+    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
+    nor not now of off on once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours yourself yourselves
+    also via using use used based paper propose proposed show shows""".split()
+)
+
+
+class Tokenizer:
+    """Lower-case word tokens, English stop words removed, Snowball-stemmed (PyStemmer)."""
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stem = Stemmer.Stemmer("english")
+
+    def __call__(self, text: str) -> list[str]:
+        words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOPWORDS]
+        return list(self._stem.stemWords(words))
+
+    def many(self, texts: Sequence[str]) -> list[list[str]]:
+        return [self(t) for t in texts]
+
+
+class LexicalIndex:
+    """BM25 over every chunk of the store, with per-chunk arrays for scope masks."""
+
+    def __init__(self, root: Path, k1: float = 1.2, b: float = 0.75) -> None:
+        self.root = root
+        self.k1 = k1
+        self.b = b
+        self.tokenizer = Tokenizer()
+        self._model: Any = None
+        self.ids: list[str] = []
+        self.paper_ids: np.ndarray = np.array([], dtype=object)
+        self.dates: np.ndarray = np.array([], dtype=np.int32)
+        self.topic_masks: dict[str, np.ndarray] = {}
+        self._by_paper: dict[str, np.ndarray] = {}
+        self.loaded_from: str | None = None
+
+    # -- state on disk --------------------------------------------------------------------------
+
+    @property
+    def dirty_marker(self) -> Path:
+        return self.root / "DIRTY"
+
+    def mark_dirty(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.dirty_marker.touch()
+
+    def is_dirty(self) -> bool:
+        return self.dirty_marker.exists()
+
+    def _current_dir(self) -> Path | None:
+        pointer = self.root / "CURRENT"
+        if not pointer.exists():
+            return None
+        path = self.root / pointer.read_text().strip()
+        return path if path.is_dir() else None
+
+    # -- build and load -------------------------------------------------------------------------
+
+    def rebuild(self, store: VectorStore) -> None:
+        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker."""
+        import bm25s
+
+        ids: list[str] = []
+        tokens: list[list[str]] = []
+        papers: list[str] = []
+        dates: list[int] = []
+        topics: dict[str, list[int]] = {}
+        for page_ids, docs, metas, _ in store.iter_all():
+            for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
+                idx = len(ids)
+                ids.append(cid)
+                tokens.append(self.tokenizer(doc or ""))
+                papers.append(str(meta.get("paper_id", "")))
+                dates.append(int(meta.get("date", 0)))
+                for key, val in meta.items():
+                    if key.startswith(TOPIC_PREFIX) and val:
+                        topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
+        self.root.mkdir(parents=True, exist_ok=True)
+        name = f"idx-{time.time_ns()}"
+        target = self.root / name
+        target.mkdir()
+        if ids:
+            model = bm25s.BM25(k1=self.k1, b=self.b)
+            model.index(tokens, show_progress=False)
+            model.save(str(target / "bm25"), show_progress=False)
+        np.save(target / "dates.npy", np.asarray(dates, dtype=np.int32))
+        (target / "ids.json").write_text(json.dumps(ids))
+        (target / "papers.json").write_text(json.dumps(papers))
+        (target / "topics.json").write_text(json.dumps(topics))
+        tmp = self.root / "CURRENT.tmp"
+        tmp.write_text(name)
+        os.replace(tmp, self.root / "CURRENT")
+        for old in self.root.glob("idx-*"):
+            if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        self.dirty_marker.unlink(missing_ok=True)
+        self._load_dir(target)
+
+    def ensure(self, store: VectorStore) -> None:
+        """Load the index, rebuilding it first when it is missing, dirty or out of step with the store."""
+        current = self._current_dir()
+        if current is None or self.is_dirty():
+            self.rebuild(store)
+            return
+        if self.loaded_from != current.name:
+            self._load_dir(current)
+        if len(self.ids) != store.count():
+            self.rebuild(store)
+
+    def _load_dir(self, path: Path) -> None:
+        import bm25s
+
+        self.ids = json.loads((path / "ids.json").read_text())
+        self.paper_ids = np.asarray(json.loads((path / "papers.json").read_text()), dtype=object)
+        self.dates = np.load(path / "dates.npy")
+        n = len(self.ids)
+        self.topic_masks = {}
+        for slug, idxs in json.loads((path / "topics.json").read_text()).items():
+            mask = np.zeros(n, dtype=bool)
+            mask[np.asarray(idxs, dtype=np.int64)] = True
+            self.topic_masks[slug] = mask
+        by_paper: dict[str, list[int]] = {}
+        for i, pid in enumerate(self.paper_ids):
+            by_paper.setdefault(pid, []).append(i)
+        self._by_paper = {k: np.asarray(v, dtype=np.int64) for k, v in by_paper.items()}
+        self._model = bm25s.BM25.load(str(path / "bm25"), mmap=True, show_progress=False) if n else None
+        self.loaded_from = path.name
+
+    # -- search ---------------------------------------------------------------------------------
+
+    def scope_mask(
+        self, topic: str | None = None, paper_id: str | None = None, since: int = 0, until: int = 0
+    ) -> np.ndarray | None:
+        """Boolean mask of chunks inside a scope (None means every chunk)."""
+        mask: np.ndarray | None = None
+        if paper_id is not None:
+            mask = np.zeros(len(self.ids), dtype=bool)
+            idxs = self._by_paper.get(paper_id)
+            if idxs is not None:
+                mask[idxs] = True
+        if topic is not None:
+            tmask = self.topic_masks.get(topic, np.zeros(len(self.ids), dtype=bool))
+            mask = tmask if mask is None else mask & tmask
+        if since or until:
+            dmask = np.ones(len(self.ids), dtype=bool)
+            if since:
+                dmask &= self.dates >= since
+            if until:
+                dmask &= self.dates <= until
+            mask = dmask if mask is None else mask & dmask
+        return mask
+
+    def search(self, query: str, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Top n (chunk id, BM25 score) inside the mask; chunks with score 0 are left out."""
+        if self._model is None or not self.ids:
+            return []
+        q = [t for t in self.tokenizer(query) if t in self._model.vocab_dict]
+        if not q:
+            return []
+        scores = self._model.get_scores(q)
+        if mask is not None:
+            scores = np.where(mask, scores, 0.0)
+        n = min(n, len(scores))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]

@@ -1,0 +1,1 @@
+"""Backends behind small interfaces: embedders and answerers, each chosen by a string."""

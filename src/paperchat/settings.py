@@ -1,0 +1,72 @@
+"""One Settings object, read from the environment (PAPERCHAT_ prefix, nested with __) and passed explicitly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _default_topics_file() -> Path:
+    bundled = PROJECT_ROOT / "ingest" / "topics.toml"
+    return bundled if bundled.exists() else Path("ingest/topics.toml")
+
+
+class RetrievalSettings(BaseModel):
+    """Hybrid retrieval knobs (tuned on SciFact train claims; see docs/retrieval.md)."""
+
+    k: int = Field(default=8, ge=1, le=50, description="sources offered to the answerer")
+    candidates: int = Field(default=100, ge=10, description="candidates taken from each of dense and BM25 before fusion")
+    rrf_k: int = Field(default=60, ge=1, description="reciprocal-rank-fusion constant")
+    dense_weight: float = Field(default=1.0, ge=0.0, description="weight of the dense ranking in the fusion")
+    lexical_weight: float = Field(default=1.0, ge=0.0, description="weight of the BM25 ranking in the fusion")
+    max_per_paper: int = Field(default=2, ge=1, description="topic scope: at most this many chunks of one paper")
+    abstain_below: float = Field(
+        default=0.25,
+        description="abstain when the best dense cosine similarity is below this (calibrated on the dev sets)",
+    )
+
+
+class Settings(BaseSettings):
+    """Every setting of paperchat. Environment: PAPERCHAT_<FIELD>, nested as PAPERCHAT_RETRIEVAL__K."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PAPERCHAT_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    data_dir: Path = Field(default=Path(".paperchat"), description="where the store, lexical index and user data live")
+    embedder: str = Field(default="minilm", description="embedding backend: 'minilm' (sentence-transformers, torch)")
+    chunk_size: int = Field(default=1000, ge=200, le=4000, description="PDF chunk size in characters")
+    chunk_overlap: int = Field(default=150, ge=0, le=1000, description="overlap between PDF chunks in characters")
+    batch_size: int = Field(default=64, ge=1, le=1024, description="texts embedded per batch")
+    topics_file: Path = Field(default_factory=_default_topics_file, description="TOML file defining topics")
+    chroma_url: str | None = Field(default=None, description="use a Chroma server (http://host:port) instead of the local store")
+    pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
+    max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
+    answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request")
+    llm_max_retries: int = Field(default=2, ge=0, description="retries (with backoff) of a failed LLM request")
+    host: str = Field(default="127.0.0.1", description="address the app binds to")
+    port: int | None = Field(default=None, description="port of the app (else GRADIO_SERVER_PORT, else 7860)")
+    auth: str | None = Field(default=None, description="'user:password' required when serving beyond 127.0.0.1")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="retrieval knobs")
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.data_dir / "catalog.sqlite"
+
+    @property
+    def lexical_dir(self) -> Path:
+        return self.data_dir / "lexical"
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.data_dir / "uploads"

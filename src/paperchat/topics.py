@@ -1,0 +1,197 @@
+"""Topics: definitions from TOML, rule-based membership, momentum and related topics."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from paperchat.errors import ConfigError
+from paperchat.types import Paper
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic and the rules that decide which papers belong to it.
+
+    A paper belongs when its title + abstract matches at least one phrase of `any`, and at least one phrase
+    of every group in `all`, and no phrase of `exclude`; when `categories` is set, one of the paper's arXiv
+    categories must be in it as well.
+    """
+
+    slug: str
+    name: str
+    description: str
+    any: tuple[str, ...]
+    all: tuple[tuple[str, ...], ...] = ()
+    exclude: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    _patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+
+def _phrase_regex(phrase: str) -> str:
+    """A phrase as a regex: words separated by space or hyphen; a trailing * is a prefix match;
+    otherwise an optional plural 's'/'es'."""
+    prefix = phrase.endswith("*")
+    words = phrase.rstrip("*").split()
+    body = r"[\s\-]+".join(re.escape(w) for w in words)
+    tail = r"\w*" if prefix else r"(?:s|es)?\b"
+    return rf"(?<![\w-]){body}{tail}"
+
+
+def _compile(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """Phrases in one pattern. Short all-caps acronyms (RAG, RL, VLM) match case-sensitively."""
+    parts = []
+    for p in phrases:
+        rx = _phrase_regex(p)
+        parts.append(rx if (p.rstrip("*").isupper() or any(c.isupper() for c in p[1:])) else f"(?i:{rx})")
+    return re.compile("|".join(parts) if parts else r"(?!x)x")
+
+
+class TopicSet:
+    """The topics of a TOML file, compiled for matching."""
+
+    def __init__(self, topics: list[Topic], source_hash: str) -> None:
+        self.topics = topics
+        self.hash = source_hash
+        self.by_slug = {t.slug: t for t in topics}
+        self._any = {t.slug: _compile(t.any) for t in topics}
+        self._all = {t.slug: [_compile(g) for g in t.all] for t in topics}
+        self._excl = {t.slug: _compile(t.exclude) for t in topics}
+
+    @classmethod
+    def load(cls, path: Path) -> TopicSet:
+        """Read and validate a topics file; errors name the topic and the field."""
+        try:
+            raw = path.read_bytes()
+            data = tomllib.loads(raw.decode("utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"topics file {path} not found", "set PAPERCHAT_TOPICS_FILE to ingest/topics.toml") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"topics file {path} is not valid TOML: {exc}", "fix the file") from exc
+        topics: list[Topic] = []
+        for i, t in enumerate(data.get("topic", []), start=1):
+            slug = t.get("slug", "")
+            if not re.fullmatch(r"[a-z0-9][a-z0-9\-]*", slug or ""):
+                raise ConfigError(f"{path}: topic {i} has no valid slug (lower case, digits, hyphens)", "fix the slug")
+            if not t.get("any"):
+                raise ConfigError(f"{path}: topic {slug!r} has no 'any' phrases", "add at least one phrase")
+            topics.append(
+                Topic(
+                    slug=slug,
+                    name=t.get("name", slug),
+                    description=t.get("description", ""),
+                    any=tuple(t["any"]),
+                    all=tuple(tuple(g) for g in t.get("all", [])),
+                    exclude=tuple(t.get("exclude", [])),
+                    categories=tuple(t.get("categories", [])),
+                )
+            )
+        if len({t.slug for t in topics}) != len(topics):
+            raise ConfigError(f"{path}: two topics share a slug", "make every slug unique")
+        return cls(topics, hashlib.sha256(raw).hexdigest()[:16])
+
+    def match(self, paper: Paper) -> list[str]:
+        """Slugs of the topics this paper belongs to."""
+        text = f"{paper.title}\n{paper.abstract}"
+        out = []
+        for t in self.topics:
+            if t.categories and not set(t.categories) & set(paper.categories):
+                continue
+            if not self._any[t.slug].search(text):
+                continue
+            if any(not g.search(text) for g in self._all[t.slug]):
+                continue
+            if self._excl[t.slug].search(text):
+                continue
+            out.append(t.slug)
+        return out
+
+    def get(self, slug: str) -> Topic:
+        if slug not in self.by_slug:
+            raise ConfigError(f"unknown topic {slug!r}", f"choose one of: {', '.join(self.by_slug)}")
+        return self.by_slug[slug]
+
+
+# -- momentum -----------------------------------------------------------------------------------
+
+
+def week_start(d: dt.date) -> dt.date:
+    """Monday of the ISO week holding d."""
+    return d - dt.timedelta(days=d.weekday())
+
+
+@dataclass(frozen=True)
+class Momentum:
+    """How a topic is moving: last four weeks against the four before, and its share of all new papers."""
+
+    recent: int
+    previous: int
+    change_pct: float | None
+    share_pct: float | None
+    all_recent: int
+    now: dt.date
+    weekly: list[tuple[dt.date, int, int]]
+    small_counts: bool
+
+    def sentence(self) -> str:
+        """'70 papers in the last four weeks, up 141% on the four weeks before, 0.7% of all new papers'."""
+        parts = [f"{self.recent} paper{'s' if self.recent != 1 else ''} in the last four weeks"]
+        if self.change_pct is None:
+            parts.append("none in the four weeks before")
+        elif round(self.change_pct) == 0:
+            parts.append("about level with the four weeks before")
+        else:
+            word = "up" if self.change_pct > 0 else "down"
+            parts.append(f"{word} {abs(self.change_pct):.0f}% on the four weeks before")
+        if self.share_pct is not None:
+            parts.append(f"{self.share_pct:.1f}% of all new papers")
+        text = ", ".join(parts)
+        if self.small_counts:
+            text += f" (only {self.recent} vs {self.previous}: too few papers to call a trend)"
+        return text
+
+
+def momentum(
+    topic_dates: list[dt.date],
+    all_weekly: dict[dt.date, int],
+    now: dt.date | None = None,
+    small: int = 10,
+) -> Momentum:
+    """Momentum of a topic from its papers' dates and the weekly counts of all papers.
+
+    Args:
+        topic_dates: dates of the topic's papers.
+        all_weekly: Monday -> number of all new papers that week (the corpus-wide denominator).
+        now: the reference day; the newest date in the corpus when None.
+        small: below this many papers in either window the change is flagged as not a trend.
+    """
+    if now is None:
+        candidates = list(topic_dates) + [w + dt.timedelta(days=6) for w in all_weekly if all_weekly[w]]
+        now = max(candidates) if candidates else dt.date.today()
+    # Windows are whole ISO weeks so the topic and the corpus-wide weekly counts line up.
+    this_week = week_start(now)
+    start_recent = this_week - dt.timedelta(weeks=3)
+    start_prev = start_recent - dt.timedelta(weeks=4)
+    tcounts = Counter(week_start(d) for d in topic_dates if d <= now)
+    recent = sum(c for w, c in tcounts.items() if start_recent <= w <= this_week)
+    previous = sum(c for w, c in tcounts.items() if start_prev <= w < start_recent)
+    change = None if previous == 0 else 100.0 * (recent - previous) / previous
+    all_recent = sum(c for w, c in all_weekly.items() if start_recent <= w <= this_week)
+    share = 100.0 * recent / all_recent if all_recent else None
+    weeks = sorted(w for w in set(all_weekly) | set(tcounts) if w <= this_week)
+    weekly = [(w, tcounts.get(w, 0), all_weekly.get(w, 0)) for w in weeks]
+    return Momentum(
+        recent=recent,
+        previous=previous,
+        change_pct=change,
+        share_pct=share,
+        all_recent=all_recent,
+        now=now,
+        weekly=weekly,
+        small_counts=min(recent, previous) < small,
+    )
