@@ -7,7 +7,7 @@ import hashlib
 import re
 import tomllib
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from paperchat.errors import ConfigError
@@ -30,17 +30,22 @@ class Topic:
     all: tuple[tuple[str, ...], ...] = ()
     exclude: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    _patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+    min_score: int = 1
+    title_any: tuple[str, ...] = ()
 
 
 def _phrase_regex(phrase: str) -> str:
-    """A phrase as a regex: words separated by space or hyphen; a trailing * is a prefix match;
-    otherwise an optional plural 's'/'es'."""
+    """A phrase as a regex: words separated by space or hyphen; a trailing * is a prefix match, a
+    leading * a suffix match (GraphRAG for *RAG), a trailing ! an exact word; otherwise an optional
+    plural 's'/'es'."""
     prefix = phrase.endswith("*")
-    words = phrase.rstrip("*").split()
+    exact = phrase.endswith("!")
+    suffix = phrase.startswith("*")
+    words = phrase.strip("*!").split()
     body = r"[\s\-]+".join(re.escape(w) for w in words)
-    tail = r"\w*" if prefix else r"(?:s|es)?\b"
-    return rf"(?<![\w-]){body}{tail}"
+    tail = r"\w*" if prefix else (r"\b" if exact else r"(?:s|es)?\b")
+    head = r"\w*" if suffix else ""
+    return rf"(?<![\w-]){head}{body}{tail}"
 
 
 def _compile(phrases: tuple[str, ...]) -> re.Pattern[str]:
@@ -48,7 +53,8 @@ def _compile(phrases: tuple[str, ...]) -> re.Pattern[str]:
     parts = []
     for p in phrases:
         rx = _phrase_regex(p)
-        parts.append(rx if (p.rstrip("*").isupper() or any(c.isupper() for c in p[1:])) else f"(?i:{rx})")
+        word = p.strip("*!")
+        parts.append(rx if any(c.isupper() for c in word[1:]) or word.isupper() else f"(?i:{rx})")
     return re.compile("|".join(parts) if parts else r"(?!x)x")
 
 
@@ -62,6 +68,7 @@ class TopicSet:
         self._any = {t.slug: _compile(t.any) for t in topics}
         self._all = {t.slug: [_compile(g) for g in t.all] for t in topics}
         self._excl = {t.slug: _compile(t.exclude) for t in topics}
+        self._title = {t.slug: _compile(t.title_any) for t in topics}
 
     @classmethod
     def load(cls, path: Path) -> TopicSet:
@@ -89,6 +96,8 @@ class TopicSet:
                     all=tuple(tuple(g) for g in t.get("all", [])),
                     exclude=tuple(t.get("exclude", [])),
                     categories=tuple(t.get("categories", [])),
+                    min_score=int(t.get("min_score", 1)),
+                    title_any=tuple(t.get("title_any", [])),
                 )
             )
         if len({t.slug for t in topics}) != len(topics):
@@ -102,14 +111,25 @@ class TopicSet:
         for t in self.topics:
             if t.categories and not set(t.categories) & set(paper.categories):
                 continue
-            if not self._any[t.slug].search(text):
+            rx = self._any[t.slug]
+            title_hits = len(self._title[t.slug].findall(paper.title)) if t.title_any else 0
+            if not rx.search(text):
                 continue
+            if t.min_score > 1:
+                score = 3 * (len(rx.findall(paper.title)) + title_hits) + len(rx.findall(paper.abstract))
+                if score < t.min_score:
+                    continue
             if any(not g.search(text) for g in self._all[t.slug]):
                 continue
             if self._excl[t.slug].search(text):
                 continue
             out.append(t.slug)
         return out
+
+    def explain(self, paper: Paper, slug: str) -> list[str]:
+        """The `any` phrases of a topic found in a paper (to check why it matched)."""
+        text = f"{paper.title}\n{paper.abstract}"
+        return [m.group(0) for m in self._any[slug].finditer(text)]
 
     def get(self, slug: str) -> Topic:
         if slug not in self.by_slug:

@@ -62,6 +62,7 @@ class IngestReport:
         self.chunks_added += other.chunks_added
         self.chunks_skipped += other.chunks_skipped
         self.chunks_removed += other.chunks_removed
+        self.seconds += other.seconds
         self.failed.extend(other.failed)
         self.paper_ids.extend(other.paper_ids)
 

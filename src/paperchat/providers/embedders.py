@@ -57,6 +57,12 @@ class MiniLMEmbedder:
                         f"the MiniLM embedder needs torch and sentence-transformers ({exc})",
                         "run scripts/setup.sh to install the pinned dependencies",
                     ) from exc
+                try:  # the weight-loading bar is noise on every start
+                    from transformers.utils import logging as hf_logging
+
+                    hf_logging.disable_progress_bar()
+                except ImportError:  # pragma: no cover
+                    pass
                 torch.set_num_threads(max(1, torch.get_num_threads()))
                 self._model = SentenceTransformer(str(get_model_path()), device="cpu")
             return self._model

@@ -1,0 +1,7 @@
+"""Thin launcher: `python -m ingest ...` is `paperchat ingest ...`."""
+
+import sys
+
+from paperchat.cli import main
+
+sys.exit(main(["ingest", *sys.argv[1:]]))

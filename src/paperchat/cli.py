@@ -1,0 +1,178 @@
+"""`paperchat` command line: parse, build Settings, call one function, print its result.
+
+Errors print one line and exit non-zero; ingest exits 0 (all fine), 1 (some inputs failed) or 2 (nothing
+could be ingested).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from paperchat.errors import PaperchatError
+from paperchat.settings import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    return Settings(**overrides)
+
+
+def _library(settings: Settings):  # type: ignore[no-untyped-def]
+    from paperchat.library import Library
+
+    return Library(settings)
+
+
+def _print_report(report, as_json: bool) -> int:  # type: ignore[no-untyped-def]
+    if as_json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(
+            f"{report.papers} papers, {report.chunks_added} chunks added, {report.chunks_skipped} already stored, "
+            f"{report.chunks_removed} removed, {len(report.failed)} failed, {report.seconds:.1f} s"
+        )
+        for f in report.failed[:50]:
+            print(f"  failed: {f.source}: {f.reason}", file=sys.stderr)
+        if len(report.failed) > 50:
+            print(f"  ... and {len(report.failed) - 50} more failures", file=sys.stderr)
+    return int(report.exit_code)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from paperchat.ingestion.pipeline import Ingester, IngestReport
+    from paperchat.ingestion.records import Failure, fetch_arxiv, parse_atom, read_records
+    from paperchat.progress import make_progress
+
+    settings = _settings(args)
+    lib = _library(settings)
+    show = False if args.json else None
+    if args.kind == "demo":
+        from paperchat.demo import ensure_demo
+
+        rep = ensure_demo(lib, show_progress=show)
+        return _print_report(rep or IngestReport(), args.json)
+    if args.kind == "pdf":
+        update, close = make_progress(None, "PDFs", enabled=show)
+        try:
+            rep = Ingester(lib, progress=update).ingest_pdfs([Path(p) for p in args.paths], paper_id=args.paper_id)
+        finally:
+            close()
+        return _print_report(rep, args.json)
+    if args.kind == "arxiv":
+        if args.file:
+            items = list(parse_atom(Path(args.file).read_bytes(), args.file))
+        elif args.query:
+            items = list(parse_atom(fetch_arxiv(args.query, args.max_results), "arXiv API"))
+        else:
+            raise PaperchatError("give --query or --file", "for example: paperchat ingest arxiv --query 'cat:cs.CL AND all:retrieval'")
+        return _print_report(Ingester(lib).ingest_records(items), args.json)
+    # abstracts: one or more JSONL files
+    report = IngestReport()
+    for p in args.paths:
+        path = Path(p)
+        if not path.is_file():
+            report.failed.append(Failure(str(path), "no such file"))
+            continue
+        total = None
+        if path.suffix != ".gz":
+            with open(path, "rb") as fh:
+                total = sum(1 for _ in fh)
+        update, close = make_progress(total, enabled=show)
+        try:
+            report.merge(Ingester(lib, progress=update).ingest_records(read_records(path)))
+        finally:
+            close()
+    return _print_report(report, args.json)
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    lib = _library(settings)
+    counts = lib.catalog.topic_counts()
+    chunk_counts = {t.slug: len(lib.store.ids_where({f"topic_{t.slug}": True})) for t in lib.topics.topics}
+    rows = [
+        {"slug": t.slug, "name": t.name, "papers": counts.get(t.slug, 0), "chunks": chunk_counts[t.slug]}
+        for t in lib.topics.topics
+    ]
+    if args.json:
+        print(json.dumps({"topics": rows, "papers": lib.catalog.count(), "chunks": lib.store.count()}))
+        return 0
+    width = max(len(r["name"]) for r in rows) if rows else 10
+    print(f"{'topic':<{width}}  {'slug':<22} {'papers':>7} {'chunks':>7}")
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['slug']:<22} {r['papers']:>7} {r['chunks']:>7}")
+    print(f"{'all':<{width}}  {'':<22} {lib.catalog.count():>7} {lib.store.count():>7}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from paperchat.ingestion.pipeline import Ingester
+
+    lib = _library(_settings(args))
+    n = Ingester(lib).remove_paper(args.paper)
+    if n < 0:
+        raise PaperchatError(f"paper {args.paper} is not in the store", "list papers with `paperchat topics` or check the id")
+    print(f"removed paper {args.paper} ({n} chunks)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paperchat", description="Research assistant over papers.")
+    p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ing = sub.add_parser("ingest", help="ingest abstracts, PDFs, arXiv API results or the demo corpus")
+    ing_sub = ing.add_subparsers(dest="kind", required=True)
+    a = ing_sub.add_parser("abstracts", help="arXiv metadata JSONL (listing or Kaggle shape, .gz ok)")
+    a.add_argument("paths", nargs="+")
+    pdf = ing_sub.add_parser("pdf", help="PDF files or folders")
+    pdf.add_argument("paths", nargs="+")
+    pdf.add_argument("--paper-id", help="attach the PDF to this paper id (one file only)")
+    ax = ing_sub.add_parser("arxiv", help="arXiv API: a live query or a saved Atom response")
+    ax.add_argument("--query", help="arXiv search_query, e.g. 'cat:cs.CL AND abs:retrieval'")
+    ax.add_argument("--file", help="a saved Atom XML response")
+    ax.add_argument("--max-results", type=int, default=100)
+    ing_sub.add_parser("demo", help="the bundled demo corpus")
+    for sp in (a, pdf, ax, ing_sub.choices["demo"]):
+        sp.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    ing.set_defaults(func=cmd_ingest)
+
+    t = sub.add_parser("topics", help="each topic with its paper and chunk counts")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=cmd_topics)
+
+    r = sub.add_parser("remove", help="remove a paper and its chunks")
+    r.add_argument("--paper", required=True)
+    r.set_defaults(func=cmd_remove)
+
+    for extra in _EXTRA_COMMANDS:
+        extra(sub)
+    return p
+
+
+_EXTRA_COMMANDS: list = []  # type: ignore[type-arg]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "kind", None) == "pdf" and args.paper_id and len(args.paths) != 1:
+        parser.error("--paper-id needs exactly one PDF")
+    try:
+        return int(args.func(args))
+    except PaperchatError as exc:
+        print(f"paperchat: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("paperchat: interrupted; run the same command again to finish (nothing is lost)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

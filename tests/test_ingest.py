@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paperchat.errors import EmbedderMismatch
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.records import read_records
+from paperchat.library import Library
+
+from .conftest import ROOT, CountingEmbedder, jsonl, make_settings, read_sample
+
+
+def _ids(lib: Library) -> list[str]:
+    return [i for ids, _d, _m, _v in lib.store.iter_all() for i in ids]
+
+
+def test_built_store_counts_and_scopes(built_library: Library) -> None:
+    lib = built_library
+    ids = _ids(lib)
+    assert len(ids) == len(set(ids)) == lib.store.count()
+    assert lib.catalog.count() >= 300
+    # PDF chunks are linked to their paper and carry pages; the RAG paper is in the rag topic
+    rag = lib.catalog.get("2005.11401")
+    assert rag is not None and rag.pdf_path and "rag" in rag.topics
+    pages = lib.store.collection.get(where={"$and": [{"paper_id": "2005.11401"}, {"kind": "pdf"}]}, include=["metadatas"])["metadatas"]
+    assert pages and all(m["page"] >= 1 for m in pages)
+    assert all(m.get("topic_rag") for m in pages)
+    # topic scope = exactly the chunks of the topic's papers
+    members = set(lib.catalog.topic_papers("rag"))
+    in_scope = lib.store.collection.get(where={"topic_rag": True}, include=["metadatas"])["metadatas"]
+    assert {m["paper_id"] for m in in_scope} == members
+    # the lexical index agrees with the store
+    lex = lib.ready_lexical()
+    assert sorted(lex.ids) == sorted(ids)
+
+
+def test_reingest_embeds_nothing(built_library: Library, embedder: CountingEmbedder, sample_jsonl: Path, five_pdfs: list[Path]) -> None:
+    ing = Ingester(built_library)
+    before = built_library.store.count()
+    rep = ing.ingest_records(read_records(sample_jsonl))
+    rep2 = ing.ingest_pdfs(five_pdfs)
+    assert embedder.embedded == 0
+    assert rep.chunks_added == rep2.chunks_added == 0
+    assert rep.chunks_skipped == 300 and rep2.papers == 5
+    assert built_library.store.count() == before
+
+
+def test_changed_text_replaces_old_chunk(built_library: Library, embedder: CountingEmbedder, tmp_path: Path) -> None:
+    rec = json.loads(read_sample(1)[0])
+    rec["abstract"] += " We also release code."
+    path = tmp_path / "changed.jsonl"
+    path.write_text(jsonl([rec]))
+    before = built_library.store.count()
+    rep = Ingester(built_library).ingest_records(read_records(path))
+    assert rep.chunks_added == 1 and rep.chunks_removed == 1 and embedder.embedded == 1
+    assert built_library.store.count() == before
+    docs = built_library.store.collection.get(where={"paper_id": rec["id"]}, include=["documents"])["documents"]
+    assert len(docs) == 1 and docs[0].endswith("We also release code.")
+
+
+def test_remove_paper(built_library: Library) -> None:
+    n = Ingester(built_library).remove_paper("2005.11401")
+    assert n > 10
+    assert built_library.catalog.get("2005.11401") is None
+    assert not built_library.store.ids_where({"paper_id": "2005.11401"})
+    assert "2005.11401" not in set(built_library.ready_lexical().paper_ids)
+
+
+def test_bad_pdf_leaves_store_unchanged(built_library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(five_pdfs[0].read_bytes()[:5000])
+    before = sorted(_ids(built_library))
+    rep = Ingester(built_library).ingest_pdfs([bad, five_pdfs[0]])
+    assert rep.exit_code == 1 and len(rep.failed) == 1 and rep.failed[0].source == str(bad)
+    assert sorted(_ids(built_library)) == before
+
+
+def test_other_embedder_is_refused(built_store: Path, tmp_path: Path, embedder: CountingEmbedder) -> None:
+    class Other(CountingEmbedder):
+        pass
+
+    other = Other(embedder.inner)
+    other.id = "some/other-model"
+    with pytest.raises(EmbedderMismatch) as exc:
+        Library(make_settings(built_store), embedder=other)  # type: ignore[arg-type]
+    assert "built with embedder" in str(exc.value)
+
+
+def test_topic_rules_change_updates_metadata_only(built_library: Library, embedder: CountingEmbedder, tmp_path: Path) -> None:
+    topics = tmp_path / "topics.toml"
+    topics.write_text('[[topic]]\nslug = "transformers"\nname = "T"\ndescription = "d"\nany = ["transformer*"]\n')
+    settings = built_library.settings.model_copy(update={"topics_file": topics})
+    built_library.close()
+    lib = Library(settings, embedder=embedder)
+    assert embedder.embedded == 0
+    members = set(lib.catalog.topic_papers("transformers"))
+    assert "1706.03762" in members and lib.catalog.topic_papers("rag") == []
+    flagged = lib.store.collection.get(where={"topic_transformers": True}, include=["metadatas"])["metadatas"]
+    assert {m["paper_id"] for m in flagged} == members
+    assert not lib.store.ids_where({"topic_rag": True})
+    lib.close()
+
+
+def _cli(args: list[str], data_dir: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "-m", "paperchat.cli", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path, shared: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(read_sample(5)))
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(read_sample(5)) + "{not json\n")
+    allbad = tmp_path / "bad.jsonl"
+    allbad.write_text("{not json\n")
+    d = tmp_path / "store"
+    r = _cli(["ingest", "abstracts", str(good), "--json"], d)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert set(summary) >= {"papers", "chunks_added", "chunks_skipped", "failed", "seconds"}
+    assert summary["papers"] == 5 and summary["chunks_added"] == 5
+    r = _cli(["ingest", "abstracts", str(mixed), "--json"], d)
+    assert r.returncode == 1 and json.loads(r.stdout)["chunks_skipped"] == 5
+    assert json.loads(r.stdout)["failed"][0]["source"].endswith("mixed.jsonl:6")
+    r = _cli(["ingest", "abstracts", str(allbad)], d)
+    assert r.returncode == 2
+    r = _cli(["topics", "--json"], d)
+    assert r.returncode == 0 and json.loads(r.stdout)["papers"] == 5
+    r = _cli(["remove", "--paper", "nope"], d)
+    assert r.returncode == 2 and "not in the store" in r.stderr and "Traceback" not in r.stderr

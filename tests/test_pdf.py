@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader, PdfWriter
+
+from paperchat.errors import SourceError
+from paperchat.ingestion.chunking import PageChunker
+from paperchat.ingestion.pdf import parse_many, read_pdf
+
+
+def test_real_pdf_pages_title_and_id(five_pdfs: list[Path]) -> None:
+    pdf = read_pdf(five_pdfs[0])
+    assert pdf.arxiv_id == "2005.11401"
+    assert "Retrieval-Augmented Generation" in pdf.title
+    assert len(pdf.pages) == len(PdfReader(str(five_pdfs[0])).pages)
+    assert all("\ufb01" not in p.text for p in pdf.pages)
+    chunks = PageChunker(1000, 150).chunk_pages("2005.11401", pdf.pages)
+    assert chunks and all(c.page is not None for c in chunks)
+    for c in chunks[:50]:  # offsets point at the quoted text on its page
+        page = pdf.pages[c.page - 1]  # type: ignore[operator]
+        assert page.text[c.start : c.end] == c.text
+        assert len(c.text) <= 1000
+
+
+def _bad_inputs(src: Path, tmp: Path) -> dict[str, Path]:
+    data = src.read_bytes()
+    files = {}
+    files["truncated"] = tmp / "truncated.pdf"
+    files["truncated"].write_bytes(data[: len(data) // 3])
+    files["empty"] = tmp / "empty.pdf"
+    files["empty"].write_bytes(b"")
+    files["html"] = tmp / "page.pdf"
+    files["html"].write_bytes(b"<!DOCTYPE html><html><body>Not found</body></html>")
+    w = PdfWriter(clone_from=str(src))
+    w.encrypt(user_password="secret", owner_password="owner", algorithm="AES-128")
+    files["encrypted"] = tmp / "encrypted.pdf"
+    with open(files["encrypted"], "wb") as fh:
+        w.write(fh)
+    blank = PdfWriter()
+    for _ in range(3):
+        blank.add_blank_page(width=612, height=792)
+    files["scanned"] = tmp / "scanned.pdf"
+    with open(files["scanned"], "wb") as fh:
+        blank.write(fh)
+    return files
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("truncated", "damaged or truncated"),
+        ("empty", "empty"),
+        ("html", "HTML"),
+        ("encrypted", "password"),
+        ("scanned", "no extractable text"),
+    ],
+)
+def test_bad_pdfs_give_clear_reasons(five_pdfs: list[Path], tmp_path: Path, name: str, words: str) -> None:
+    path = _bad_inputs(five_pdfs[2], tmp_path)[name]
+    with pytest.raises(SourceError) as exc:
+        read_pdf(path)
+    assert words in str(exc.value)
+
+
+def test_parse_many_isolates_failures(five_pdfs: list[Path], tmp_path: Path) -> None:
+    bad = _bad_inputs(five_pdfs[2], tmp_path)
+    results = list(parse_many([bad["truncated"], five_pdfs[2], bad["html"]], 50, 60, workers=1))
+    assert [r.pdf is not None for r in results] == [False, True, False]
+    assert results[0].error and results[2].error

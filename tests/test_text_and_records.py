@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from paperchat.ingestion.records import Failure, parse_atom, read_records, record_to_paper
+from paperchat.ingestion.text import clean_text, normalize_for_match
+from paperchat.types import Paper
+
+from .conftest import jsonl, read_sample
+
+
+def test_clean_text_ligatures_hyphens_whitespace() -> None:
+    raw = "The \ufb01rst e\ufb00ect of the cor-\npus is   large.\n\nGPT-\n4 stays\tjoined"
+    assert clean_text(raw) == "The first effect of the corpus is large. GPT- 4 stays joined"
+
+
+def test_normalize_for_match_joins_quote_artifacts() -> None:
+    # evidence quotes keep pypdf artefacts ("\ufb01", "cor- pus"); the chunk text is cleaned
+    assert normalize_for_match("the cor- pus is \ufb01ne") == normalize_for_match("The corpus is fine")
+
+
+def test_listing_shape_and_dates(shared: Path, tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(read_sample(20)), encoding="utf-8")
+    papers = [p for p in read_records(path)]
+    assert len(papers) == 20 and all(isinstance(p, Paper) for p in papers)
+    first = json.loads(read_sample(1)[0])
+    p0 = papers[0]
+    assert isinstance(p0, Paper)
+    assert p0.id == first["id"] and p0.date is not None and p0.date.isoformat() == first["listing_date"]
+    assert p0.authors == first["authors"] and "\n" not in p0.abstract
+
+
+def test_kaggle_shape_from_real_record(shared: Path) -> None:
+    rec = json.loads(read_sample(1)[0])
+    kaggle = {
+        "id": rec["id"],
+        "title": rec["title"],
+        "authors": ", ".join(rec["authors"][:-1]) + " and " + rec["authors"][-1],
+        "abstract": rec["abstract"],
+        "categories": " ".join(rec["categories"]),
+        "versions": [{"version": "v1", "created": "Mon, 17 Mar 2025 10:00:00 GMT"}, {"version": "v2", "created": "Tue, 1 Apr 2025 10:00:00 GMT"}],
+        "update_date": "2025-04-01",
+    }
+    p = record_to_paper(kaggle)
+    assert p.authors == rec["authors"]
+    assert p.categories == rec["categories"]
+    assert p.date is not None and p.date.isoformat() == "2025-03-17"  # first version, not update_date
+
+
+def test_bad_lines_are_reported_and_the_rest_read(tmp_path: Path) -> None:
+    good = {"id": "2501.00001v2", "title": "A title", "abstract": "An abstract.", "authors": ["A"], "listing_date": "2025-01-02"}
+    content = (
+        jsonl([good]).encode()
+        + b'{"id": "x", "title": \n'
+        + b'{"id": "2501.00002", "title": "caf\xe9", "abstract": "x"}\n'
+        + jsonl([{"id": "2501.00003", "abstract": "no title"}, {"id": "2501.00004", "title": "no abstract"}, good]).encode()
+    )
+    path = tmp_path / "bad.jsonl.gz"
+    with gzip.open(path, "wb") as fh:
+        fh.write(content)
+    out = list(read_records(path))
+    papers = [p for p in out if isinstance(p, Paper)]
+    fails = [f for f in out if isinstance(f, Failure)]
+    assert [p.id for p in papers] == ["2501.00001"]
+    reasons = [f.reason for f in fails]
+    assert any("malformed JSON" in r for r in reasons)
+    assert any("invalid UTF-8" in r for r in reasons)
+    assert any("no title" in r for r in reasons) and any("no abstract" in r for r in reasons)
+    assert any("duplicate id 2501.00001" in r for r in reasons)
+    assert all(f.source.startswith(str(path) + ":") for f in fails)
+
+
+def test_huge_abstract_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_text(jsonl([{"id": "1", "title": "t", "abstract": "word " * 250_000}]))
+    (fail,) = list(read_records(path))
+    assert isinstance(fail, Failure) and "characters" in fail.reason
+
+
+ATOM = """<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:arxiv="http://arxiv.org/schemas/atom">
+  <title type="html">ArXiv Query: search_query=all:retrieval</title>
+  <entry>
+    <id>http://arxiv.org/abs/2005.11401v4</id>
+    <updated>2021-04-12T15:42:21Z</updated>
+    <published>2020-05-22T05:23:14Z</published>
+    <title>Retrieval-Augmented Generation for Knowledge-Intensive NLP Tasks</title>
+    <summary>  Large pre-trained language models have been shown to store factual knowledge
+in their parameters.</summary>
+    <author><name>Patrick Lewis</name></author>
+    <author><name>Ethan Perez</name></author>
+    <arxiv:primary_category term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="cs.CL" scheme="http://arxiv.org/schemas/atom"/>
+  </entry>
+  <entry>
+    <id>http://arxiv.org/abs/2101.00001v1</id>
+    <title></title>
+    <summary>No title here.</summary>
+  </entry>
+</feed>"""
+
+
+def test_atom_response() -> None:
+    out = list(parse_atom(ATOM, "resp.xml"))
+    paper, fail = out
+    assert isinstance(paper, Paper) and isinstance(fail, Failure)
+    assert paper.id == "2005.11401" and paper.categories == ["cs.CL", "cs.LG"]
+    assert paper.date is not None and paper.date.isoformat() == "2020-05-22"
+    assert paper.authors == ["Patrick Lewis", "Ethan Perez"]
+    assert "no title" in fail.reason
+    assert list(parse_atom("<html>", "x"))[0].reason.startswith("not a valid Atom")  # type: ignore[union-attr]
