@@ -122,6 +122,82 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scope(args: argparse.Namespace, lib) -> "Scope":  # type: ignore[no-untyped-def]  # noqa: F821
+    import datetime as dt
+
+    from paperchat.ingestion.pipeline import Ingester
+    from paperchat.types import Scope
+
+    def day(v: str | None) -> dt.date | None:
+        if not v:
+            return None
+        try:
+            return dt.date.fromisoformat(v)
+        except ValueError as exc:
+            raise PaperchatError(f"bad date {v!r}", "use YYYY-MM-DD") from exc
+
+    if args.pdf:
+        rep = Ingester(lib).ingest_pdfs([Path(args.pdf)])
+        if rep.failed or not rep.paper_ids:
+            reason = rep.failed[0].reason if rep.failed else "nothing was ingested"
+            raise PaperchatError(f"cannot read {args.pdf}: {reason}", "check the file")
+        return Scope.for_paper(rep.paper_ids[0])
+    if args.paper:
+        return Scope.for_paper(args.paper)
+    since, until = day(args.since), day(args.until)
+    if args.weeks:
+        newest = max(lib.catalog.topic_dates(None), default=dt.date.today())
+        since = newest - dt.timedelta(weeks=args.weeks)
+    if args.topic:
+        return Scope.for_topic(args.topic, since, until)
+    return Scope(kind="all", since=since, until=until)
+
+
+def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
+    """The answer as text: body, what was searched, coverage and the reference list."""
+    lines = [ans.answer.strip(), ""]
+    if ans.fallback:
+        lines.insert(0, f"[{ans.fallback}]")
+    if ans.rewritten:
+        lines.append(f"searched for: {ans.query}")
+    if ans.coverage:
+        lines.append(ans.coverage)
+    if ans.uncited:
+        lines.append("warning: the answer cites no source")
+    if ans.citations:
+        lines.append("")
+        lines.append("References")
+    for c in ans.citations:
+        authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
+        where = f", p. {c.page}" if c.page else ""
+        lines.append(f"[{c.n}] {c.title}. {authors}. {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
+        lines.append(f'    "{c.quote}"')
+    return "\n".join(lines).strip()
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from paperchat.qa import QA
+    from paperchat.types import Answer
+
+    settings = _settings(args)
+    if args.answerer:
+        settings = settings.model_copy(update={"answerer": args.answerer})
+    lib = _library(settings)
+    scope = _scope(args, lib)
+    qa = QA(lib)
+    history = args.history or []
+    if args.json:
+        print(json.dumps(qa.ask(args.question, scope, history, args.k).to_json()))
+        return 0
+    final = None
+    for item in qa.stream(args.question, scope, history, args.k):
+        if isinstance(item, Answer):
+            final = item
+    assert final is not None
+    print(format_answer(final))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Research assistant over papers.")
     p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
@@ -150,6 +226,21 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("remove", help="remove a paper and its chunks")
     r.add_argument("--paper", required=True)
     r.set_defaults(func=cmd_remove)
+
+    ask = sub.add_parser("ask", help="ask a question about a topic, a paper, a PDF or everything")
+    ask.add_argument("question")
+    g = ask.add_mutually_exclusive_group()
+    g.add_argument("--topic", help="topic slug")
+    g.add_argument("--paper", help="paper id (arXiv id)")
+    g.add_argument("--pdf", help="a PDF file (ingested first when new)")
+    ask.add_argument("--since", help="only papers from this date (YYYY-MM-DD)")
+    ask.add_argument("--until", help="only papers up to this date")
+    ask.add_argument("--weeks", type=int, help="only papers of the last N weeks")
+    ask.add_argument("--history", action="append", help="an earlier question of the chat (repeatable)")
+    ask.add_argument("-k", type=int, help="number of sources")
+    ask.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
+    ask.add_argument("--json", action="store_true")
+    ask.set_defaults(func=cmd_ask)
 
     for extra in _EXTRA_COMMANDS:
         extra(sub)

@@ -86,3 +86,89 @@ def is_arxiv_id(value: str) -> bool:
     import re
 
     return bool(re.fullmatch(r"\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7}", value))
+
+
+ScopeKind = Literal["topic", "paper", "all"]
+
+
+class Scope(BaseModel):
+    """What a question searches: one topic's papers, one paper, or everything; optional date window."""
+
+    kind: ScopeKind = "all"
+    topic: str | None = None
+    paper_id: str | None = None
+    since: dt.date | None = None
+    until: dt.date | None = None
+
+    @classmethod
+    def for_topic(cls, slug: str, since: dt.date | None = None, until: dt.date | None = None) -> Scope:
+        return cls(kind="topic", topic=slug, since=since, until=until)
+
+    @classmethod
+    def for_paper(cls, paper_id: str) -> Scope:
+        return cls(kind="paper", paper_id=paper_id)
+
+    def describe(self) -> str:
+        base = {"topic": f"topic {self.topic}", "paper": f"paper {self.paper_id}", "all": "all papers"}[self.kind]
+        if self.since or self.until:
+            base += f" ({self.since or '...'} to {self.until or 'now'})"
+        return base
+
+
+class Source(BaseModel):
+    """A numbered source offered to the answerer."""
+
+    n: int
+    paper_id: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    date: dt.date | None = None
+    url: str = ""
+    page: int | None = None
+    text: str
+    score: float
+    dense: float | None = None
+    lexical: float | None = None
+    chunk_id: str = ""
+
+
+class Citation(BaseModel):
+    """A citation that survived checking: it points at an offered source."""
+
+    n: int
+    paper_id: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    date: dt.date | None = None
+    url: str = ""
+    page: int | None = None
+    quote: str = Field(description="the passage (or sentence of it) the claim rests on")
+    support: float = Field(description="how much of the citing sentence the passage supports, 0..1")
+
+
+class Answer(BaseModel):
+    """The answer record: what the UI shows, the CLI prints and the evaluation scores."""
+
+    question: str
+    query: str = Field(description="what was searched (the rewritten follow-up, or the question)")
+    rewritten: bool = False
+    answer: str
+    abstained: bool = False
+    citations: list[Citation] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    dropped_citations: list[int] = Field(default_factory=list, description="cited numbers that were not offered")
+    uncited: bool = Field(default=False, description="an LLM answer with no citation at all")
+    scope: Scope = Field(default_factory=Scope)
+    coverage: str = ""
+    answerer: str = "extractive"
+    model: str = ""
+    fallback: str | None = Field(default=None, description="why the configured answerer was replaced")
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        data = self.model_dump(mode="json")
+        data["sources"] = [
+            {"n": s.n, "paper_id": s.paper_id, "page": s.page, "score": round(s.score, 5), "dense": s.dense, "lexical": s.lexical, "title": s.title, "url": s.url, "chunk_id": s.chunk_id}
+            for s in self.sources
+        ]
+        return data

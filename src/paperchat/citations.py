@@ -1,0 +1,125 @@
+"""Citations are data: parse the markers in an answer, keep only those of offered sources, score support."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from paperchat.lexical import Tokenizer
+from paperchat.types import Citation, Source
+
+_GROUP = re.compile(r"\[(\s*\d+(?:\s*(?:[,;]|[-\u2013\u2014]|and)\s*\d+)*\s*)\]")
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|Fig|Figs|Eq|Eqs|Sec|Tab|vs|cf|approx|resp|No)\.$", re.I)
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+_tok: Tokenizer | None = None
+
+
+def _tokens(text: str) -> set[str]:
+    global _tok
+    if _tok is None:
+        _tok = Tokenizer()
+    return set(_tok(text))
+
+
+def parse_group(inner: str) -> list[int]:
+    """'1, 2' -> [1, 2]; '1-3' -> [1, 2, 3]; ranges longer than 20 are not expanded."""
+    nums: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|and)\s*", inner.strip()):
+        m = re.fullmatch(r"(\d+)\s*[-\u2013\u2014]\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a <= b and b - a <= 20:
+                nums.extend(range(a, b + 1))
+            else:
+                nums.extend([a, b])
+        elif part.isdigit():
+            nums.append(int(part))
+    return nums
+
+
+def parse_citations(text: str) -> list[int]:
+    """Every cited number in order of first appearance: [1], [1, 2], [1][3], [1-3]."""
+    seen: dict[int, None] = {}
+    for m in _GROUP.finditer(text):
+        for n in parse_group(m.group(1)):
+            seen.setdefault(n, None)
+    return list(seen)
+
+
+def strip_invalid(text: str, offered: Iterable[int]) -> tuple[str, list[int]]:
+    """Remove cited numbers that were not offered; returns the cleaned text and the dropped numbers."""
+    valid = set(offered)
+    dropped: list[int] = []
+
+    def fix(m: re.Match[str]) -> str:
+        nums = parse_group(m.group(1))
+        keep = [n for n in dict.fromkeys(nums) if n in valid]
+        dropped.extend(n for n in nums if n not in valid)
+        return "[" + ", ".join(str(n) for n in keep) + "]" if keep else ""
+
+    cleaned = _GROUP.sub(fix, text)
+    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
+    cleaned = re.sub(r"[ \t]{2,}", " ", cleaned)
+    return cleaned, sorted(set(dropped))
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage; does not split after e.g., et al., Fig. and the like."""
+    parts = _SPLIT.split(text.strip())
+    out: list[str] = []
+    for p in parts:
+        if out and _ABBREV.search(out[-1]):
+            out[-1] = f"{out[-1]} {p}"
+        else:
+            out.append(p)
+    return [s.strip() for s in out if s.strip()]
+
+
+_QUOTED = re.compile(r'"([^"]{10,})"')
+
+
+def _claim(sentence: str) -> str:
+    """The part of a sentence that makes the claim: its quotation when it quotes, else all of it."""
+    quoted = _QUOTED.findall(sentence)
+    return " ".join(quoted) if quoted else _GROUP.sub("", sentence)
+
+
+def support(sentence: str, passage: str) -> float:
+    """Share of the claim's content words (stemmed) that occur in the passage (1.0 for a verbatim quote)."""
+    claim = _tokens(_claim(sentence))
+    if not claim:
+        return 0.0
+    return len(claim & _tokens(passage)) / len(claim)
+
+
+def best_quote(sentence: str, passage: str) -> str:
+    """The sentence of the passage that best supports the claim."""
+    sents = split_sentences(passage) or [passage]
+    claim = _tokens(_claim(sentence))
+    if not claim:
+        return sents[0]
+    return max(sents, key=lambda s: len(claim & _tokens(s)) / (1 + 0.01 * len(s)))
+
+
+def build_citations(answer: str, sources: Sequence[Source]) -> list[Citation]:
+    """One Citation per cited source, with the quote and the support of the sentences that cite it."""
+    by_n = {s.n: s for s in sources}
+    best: dict[int, tuple[float, str]] = {}
+    sentences = [s for line in answer.splitlines() for s in split_sentences(line)]
+    for sentence in sentences or [answer]:
+        for n in parse_citations(sentence):
+            src = by_n.get(n)
+            if src is None:
+                continue
+            sup = support(sentence, src.text)
+            if n not in best or sup > best[n][0]:
+                best[n] = (sup, best_quote(sentence, src.text))
+    out = []
+    for n in parse_citations(answer):
+        if n in best:
+            src = by_n[n]
+            sup, quote = best[n]
+            out.append(
+                Citation(n=n, paper_id=src.paper_id, title=src.title, authors=src.authors, date=src.date, url=src.url, page=src.page, quote=quote, support=round(sup, 4))
+            )
+    return out

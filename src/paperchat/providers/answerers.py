@@ -1,0 +1,188 @@
+"""Answerers: numbered sources + question -> cited text. Chosen by `Settings.answerer`:
+'extractive' (no LLM), 'openai:<model>' (any OpenAI-compatible endpoint), 'local' (bundled llama.cpp)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from paperchat.citations import split_sentences
+from paperchat.errors import AnswererError, ConfigError
+from paperchat.lexical import Tokenizer
+from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
+from paperchat.types import Source
+
+if TYPE_CHECKING:
+    from paperchat.settings import Settings
+
+
+class Answerer(Protocol):
+    """Streams the answer text for a question over numbered sources."""
+
+    name: str
+    model: str
+
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        """Yield pieces of the answer text (tokens for LLMs, sentences for the extractive answerer)."""
+        ...
+
+
+class ExtractiveAnswerer:
+    """Composes an answer from the most relevant sentences of the sources, quoting them verbatim.
+
+    Sentences are scored by the stemmed query words they contain (each word counts once, rarer words in
+    the sources count more), plus a small bonus for the source's rank. Topic answers group sentences by
+    paper and name each paper; paper answers give the best sentences in reading order of relevance.
+    """
+
+    name = "extractive"
+    model = "extractive"
+
+    def __init__(self, max_sentences: int = 4, per_paper: int = 1) -> None:
+        self.max_sentences = max_sentences
+        self.per_paper = per_paper
+        self._tok = Tokenizer()
+
+    def rank_sentences(self, question: str, sources: Sequence[Source]) -> list[tuple[float, int, str]]:
+        q = set(self._tok(question))
+        if not q:
+            return []
+        df: dict[str, int] = {}
+        sent_rows: list[tuple[int, str, set[str]]] = []
+        for src in sources:
+            for s in split_sentences(src.text):
+                if len(s) < 25 or len(s) > 600:
+                    continue
+                toks = set(self._tok(s))
+                sent_rows.append((src.n, s, toks))
+                for t in toks & q:
+                    df[t] = df.get(t, 0) + 1
+        n = max(len(sent_rows), 1)
+        out = []
+        for src_n, s, toks in sent_rows:
+            hit = toks & q
+            if not hit:
+                continue
+            score = sum(1.0 + (n / df[t]) ** 0.5 / 4 for t in hit) / (len(q) ** 0.5)
+            score += 0.3 / src_n  # earlier sources were ranked higher by retrieval
+            out.append((score, src_n, s))
+        out.sort(key=lambda r: -r[0])
+        return out
+
+    def compose(self, question: str, sources: Sequence[Source], topic_level: bool) -> list[str]:
+        ranked = self.rank_sentences(question, sources)
+        if not ranked:
+            return [CANNOT_ANSWER]
+        by_n = {s.n: s for s in sources}
+        seen: set[str] = set()
+        picked: list[tuple[float, int, str]] = []
+        per_paper: dict[str, int] = {}
+        for score, n, s in ranked:
+            key = re.sub(r"\W+", " ", s.lower()).strip()
+            if key in seen:
+                continue
+            pid = by_n[n].paper_id
+            if topic_level and per_paper.get(pid, 0) >= self.per_paper:
+                continue
+            seen.add(key)
+            per_paper[pid] = per_paper.get(pid, 0) + 1
+            picked.append((score, n, s))
+            if len(picked) >= self.max_sentences:
+                break
+        if topic_level:
+            papers = {by_n[n].paper_id for _, n, _ in picked}
+            lines = [f"Across {len(papers)} paper{'s' if len(papers) != 1 else ''} in this topic:"]
+            for _, n, s in picked:
+                src = by_n[n]
+                lines.append(f"- {src.title} ({src.date.isoformat() if src.date else 'n.d.'}): \"{s}\" [{n}]")
+            return [line + "\n" for line in lines]
+        pieces = []
+        for i, (_, n, s) in enumerate(picked):
+            page = by_n[n].page
+            lead = "The paper says" if i == 0 else "It also notes"
+            where = f" (p. {page})" if page else ""
+            pieces.append(f"{lead}{where}: \"{s}\" [{n}]\n")
+        return pieces
+
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        yield from self.compose(question, sources, topic_level)
+
+
+def format_sources(sources: Sequence[Source], max_chars: int = 1200) -> str:
+    rows = []
+    for s in sources:
+        where = f", page {s.page}" if s.page else ""
+        text = s.text if len(s.text) <= max_chars else s.text[:max_chars] + " ..."
+        rows.append(f"[{s.n}] {s.title} ({s.date.isoformat() if s.date else 'n.d.'}{where})\n{text}")
+    return "\n\n".join(rows)
+
+
+class OpenAIAnswerer:
+    """Any OpenAI-compatible chat endpoint through langchain-openai's ChatOpenAI, streamed token by token.
+
+    The key comes from OPENAI_API_KEY as the OpenAI SDK reads it; local servers get a placeholder key.
+    """
+
+    name = "openai"
+
+    def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
+        import os
+
+        from langchain_openai import ChatOpenAI
+
+        self.model = model
+        self.base_url = base_url
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and not base_url:
+            raise ConfigError(
+                f"the answerer openai:{model} needs OPENAI_API_KEY",
+                "export OPENAI_API_KEY=..., or set PAPERCHAT_LLM_BASE_URL to a local server, or use PAPERCHAT_ANSWERER=extractive",
+            )
+        self.llm = ChatOpenAI(
+            model=model,
+            base_url=base_url,
+            api_key=key or "not-needed",  # type: ignore[arg-type]
+            timeout=timeout,
+            max_retries=max_retries,
+            temperature=0.0,
+            streaming=True,
+        )
+
+    def messages(self, question: str, sources: Sequence[Source]) -> list[tuple[str, str]]:
+        return [("system", SYSTEM_PROMPT), ("user", USER_TEMPLATE.format(question=question, sources=format_sources(sources)))]
+
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        try:
+            for chunk in self.llm.stream(self.messages(question, sources)):
+                text = chunk.content if isinstance(chunk.content, str) else ""
+                if text:
+                    yield text
+        except Exception as exc:  # openai/httpx raise many types; all mean "the endpoint failed"
+            where = self.base_url or "api.openai.com"
+            raise AnswererError(
+                f"the LLM endpoint {where} failed ({type(exc).__name__}: {str(exc)[:200]})",
+                "check that the server is running and the model name is right",
+            ) from exc
+
+    def complete(self, prompt: str) -> str:
+        """One non-streamed completion (used to rewrite follow-up questions)."""
+        try:
+            res = self.llm.invoke([("user", prompt)])
+        except Exception as exc:
+            raise AnswererError(f"the LLM endpoint failed ({type(exc).__name__})", "check the server") from exc
+        return res.content if isinstance(res.content, str) else ""
+
+
+def get_answerer(settings: Settings, name: str | None = None) -> Answerer:
+    """The answerer named by `settings.answerer` (or `name`)."""
+    name = name or settings.answerer
+    if name == "extractive":
+        return ExtractiveAnswerer()
+    if name.startswith("openai:") and len(name) > len("openai:"):
+        return OpenAIAnswerer(name.split(":", 1)[1], settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
+    if name == "local":
+        from paperchat.providers.local_llm import local_answerer
+
+        return local_answerer(settings)
+    raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>' or 'local'")

@@ -1,0 +1,126 @@
+"""Question -> (rewrite) -> retrieval in scope -> answer with checked citations, streamed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+from paperchat.citations import build_citations, parse_citations, strip_invalid
+from paperchat.errors import AnswererError, NotFound
+from paperchat.library import Library
+from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT
+from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer, get_answerer
+from paperchat.retrieval import Retriever, rewrite_followup
+from paperchat.types import Answer, Hit, Scope, Source
+
+
+class QA:
+    """Answers questions over a Library. Build once per process; `stream` is safe to call from threads."""
+
+    def __init__(self, library: Library, retriever: Retriever | None = None, answerer: Answerer | None = None) -> None:
+        self.lib = library
+        self.retriever = retriever or Retriever(library)
+        self._answerer = answerer
+        self.extractive = ExtractiveAnswerer()
+
+    @property
+    def answerer(self) -> Answerer:
+        if self._answerer is None:
+            self._answerer = get_answerer(self.lib.settings)
+        return self._answerer
+
+    def sources(self, hits: Sequence[Hit]) -> list[Source]:
+        papers = self.lib.catalog.get_many(h.chunk.paper_id for h in hits)
+        out = []
+        for i, h in enumerate(hits, start=1):
+            p = papers.get(h.chunk.paper_id)
+            out.append(
+                Source(
+                    n=i,
+                    paper_id=h.chunk.paper_id,
+                    title=p.title if p else h.chunk.paper_id,
+                    authors=p.authors if p else [],
+                    date=p.date if p else None,
+                    url=p.abs_url if p else "",
+                    page=h.chunk.page,
+                    text=h.chunk.text,
+                    score=h.score,
+                    dense=h.dense,
+                    lexical=h.lexical,
+                    chunk_id=h.chunk.id,
+                )
+            )
+        return out
+
+    def _check_scope(self, scope: Scope) -> None:
+        if scope.kind == "paper":
+            if not scope.paper_id or self.lib.catalog.get(scope.paper_id) is None:
+                raise NotFound(f"paper {scope.paper_id!r} is not in the library", "ingest it first (paperchat ingest pdf FILE)")
+        if scope.kind == "topic":
+            self.lib.topics.get(scope.topic or "")
+
+    def rewrite(self, question: str, history: Sequence[str], answerer: Answerer) -> str:
+        if not history:
+            return question
+        if isinstance(answerer, OpenAIAnswerer):
+            try:
+                text = answerer.complete(REWRITE_PROMPT.format(history="\n".join(f"- {h}" for h in history[-4:]), question=question)).strip()
+                if 3 <= len(text) <= 400:
+                    return text.splitlines()[0].strip().strip('"')
+            except AnswererError:
+                pass  # fall back to the deterministic rewrite
+        return rewrite_followup(question, history)
+
+    def stream(self, question: str, scope: Scope, history: Sequence[str] = (), k: int | None = None, answerer: Answerer | None = None) -> Iterator[str | Answer]:
+        """Yield answer text pieces as they come, then the final Answer record."""
+        self._check_scope(scope)
+        answerer = answerer or self.answerer
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        query = self.rewrite(question, history, answerer)
+        timings["rewrite"] = (time.perf_counter() - t0) * 1000
+        t1 = time.perf_counter()
+        hits = self.retriever.search(query, scope, k)
+        timings["retrieve"] = (time.perf_counter() - t1) * 1000
+        sources = self.sources(hits)
+        record = Answer(question=question, query=query, rewritten=query != question, answer="", scope=scope, sources=sources, answerer=answerer.name, model=answerer.model)
+        best = max((h.dense or 0.0 for h in hits), default=0.0)
+        t2 = time.perf_counter()
+        if not hits or best < self.lib.settings.retrieval.abstain_below:
+            record.abstained = True
+            record.answer = f'{CANNOT_ANSWER} Searched {scope.describe()} for "{query}"; the closest passages were not relevant enough.'
+            yield record.answer
+        else:
+            topic_level = scope.kind != "paper"
+            pieces: list[str] = []
+            try:
+                for piece in answerer.stream(query, sources, topic_level):
+                    pieces.append(piece)
+                    yield piece
+            except AnswererError as exc:
+                record.fallback = f"{exc.message}; showing the extractive answer instead."
+                record.answerer, record.model = self.extractive.name, self.extractive.model
+                yield f"\n\n[{record.fallback}]\n\n"
+                pieces = list(self.extractive.stream(query, sources, topic_level))
+                yield from pieces
+            text = "".join(pieces).strip()
+            text, record.dropped_citations = strip_invalid(text, [s.n for s in sources])
+            record.answer = text
+            record.abstained = CANNOT_ANSWER.lower() in text.lower()
+            record.citations = build_citations(text, sources)
+            record.uncited = not record.abstained and not parse_citations(text)
+            if scope.kind == "topic" and scope.topic:
+                total = len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
+                drew = len({c.paper_id for c in record.citations})
+                record.coverage = f"drew on {drew} of {total} papers in this topic"
+        timings["answer"] = (time.perf_counter() - t2) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        record.timings_ms = {k2: round(v, 2) for k2, v in timings.items()}
+        yield record
+
+    def ask(self, question: str, scope: Scope, history: Sequence[str] = (), k: int | None = None, answerer: Answerer | None = None) -> Answer:
+        """The final Answer (streaming consumed)."""
+        for item in self.stream(question, scope, history, k, answerer):
+            if isinstance(item, Answer):
+                return item
+        raise AssertionError("stream ended without an answer")  # pragma: no cover

@@ -1,0 +1,174 @@
+"""Hybrid retrieval inside a scope: dense (MiniLM through Chroma) + BM25 (bm25s), fused by weighted
+reciprocal-rank fusion, then diversified across papers for topic questions.
+
+Fusion weights and constants come from `RetrievalSettings`, tuned on SciFact's train claims
+(`paperchat eval beir --tune`), never on its test claims.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from paperchat.library import Library
+from paperchat.settings import RetrievalSettings
+from paperchat.store import date_int, topic_key
+from paperchat.types import Chunk, Hit, Scope
+
+
+def chroma_where(scope: Scope) -> dict[str, Any] | None:
+    """The Chroma metadata filter of a scope."""
+    clauses: list[dict[str, Any]] = []
+    if scope.kind == "topic" and scope.topic:
+        clauses.append({topic_key(scope.topic): True})
+    if scope.kind == "paper" and scope.paper_id:
+        clauses.append({"paper_id": scope.paper_id})
+    if scope.since:
+        clauses.append({"date": {"$gte": date_int(scope.since)}})
+    if scope.until:
+        clauses.append({"date": {"$lte": date_int(scope.until)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings (rank from 1)."""
+    scores: dict[str, float] = {}
+    for ids, weight in rankings:
+        if weight <= 0:
+            continue
+        for rank, cid in enumerate(ids, start=1):
+            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
+    return scores
+
+
+def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: int) -> list[str]:
+    """Keep the order, but let no paper hold more than `max_per_paper` slots before every paper had its turn."""
+    counts: dict[str, int] = {}
+    first, rest = [], []
+    for cid in ranked:
+        p = paper_of.get(cid, cid)
+        if counts.get(p, 0) < max_per_paper:
+            counts[p] = counts.get(p, 0) + 1
+            first.append(cid)
+        else:
+            rest.append(cid)
+    return first + rest
+
+
+class Retriever:
+    """Searches a Library. One instance per process: the embedder and the BM25 index stay loaded."""
+
+    def __init__(self, library: Library, params: RetrievalSettings | None = None) -> None:
+        self.lib = library
+        self.params = params or library.settings.retrieval
+        self.last_timings: dict[str, float] = {}
+
+    def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
+        """The top k chunks for the query inside the scope, best first, each with its scores.
+
+        Args:
+            query: the search text.
+            scope: topic, paper or all, with an optional date window.
+            k: how many hits (default `retrieval.k`).
+            mode: 'hybrid', 'dense' or 'lexical' (the last two for benchmarks).
+        """
+        p = self.params
+        k = k or p.k
+        t0 = time.perf_counter()
+        lex = self.lib.ready_lexical()
+        qv = self.lib.embedder.embed_query(query)
+        t1 = time.perf_counter()
+        dense: list[tuple[Chunk, float]] = []
+        if mode in ("hybrid", "dense"):
+            n = min(p.candidates, max(1, self.lib.store.count()))
+            dense = self.lib.store.dense_search(qv, n, chroma_where(scope))
+        t2 = time.perf_counter()
+        lexical: list[tuple[str, float]] = []
+        if mode in ("hybrid", "lexical"):
+            mask = lex.scope_mask(
+                topic=scope.topic if scope.kind == "topic" else None,
+                paper_id=scope.paper_id if scope.kind == "paper" else None,
+                since=date_int(scope.since),
+                until=date_int(scope.until),
+            )
+            lexical = lex.search(query, p.candidates, mask)
+        t3 = time.perf_counter()
+        dense_ids = [c.id for c, _ in dense]
+        lex_ids = [cid for cid, _ in lexical]
+        fused = rrf([(dense_ids, p.dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)], p.rrf_k)
+        ranked = sorted(fused, key=lambda c: -fused[c])
+        chunks = {c.id: c for c, _ in dense}
+        dense_score = {c.id: s for c, s in dense}
+        lex_score = dict(lexical)
+        # chunks found only by BM25: fetch text, metadata and vectors (for their cosine) in one call
+        head = ranked[: max(k * 4, 20)]
+        missing = [cid for cid in head if cid not in chunks]
+        if missing:
+            got = self.lib.store.collection.get(ids=missing, include=["documents", "metadatas", "embeddings"])
+            from paperchat.store import chunk_from_chroma
+
+            for cid, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
+                chunks[cid] = chunk_from_chroma(cid, doc, meta)
+                dense_score[cid] = float(np.dot(np.asarray(vec, dtype=np.float32), qv))
+        head = [cid for cid in head if cid in chunks]
+        if scope.kind != "paper":
+            head = diversify(head, {cid: chunks[cid].paper_id for cid in head}, p.max_per_paper)
+        hits = [
+            Hit(chunk=chunks[cid], score=fused[cid], dense=dense_score.get(cid), lexical=lex_score.get(cid), rank=i + 1)
+            for i, cid in enumerate(head[:k])
+        ]
+        t4 = time.perf_counter()
+        self.last_timings = {
+            "embed_query": (t1 - t0) * 1000,
+            "dense": (t2 - t1) * 1000,
+            "lexical": (t3 - t2) * 1000,
+            "fuse": (t4 - t3) * 1000,
+        }
+        return hits
+
+
+_PRONOUN = re.compile(r"\b(they|them|their|it|its|this|that|these|those|he|she|the paper|the method|the model|the authors|the approach)\b", re.I)
+_STOP = frozenset("what which who whom how why when where does do did is are was were the a an of in on for to and or with by from it its they their this that these those about can could would should use used using paper papers".split())
+
+
+def rewrite_followup(question: str, history: Sequence[str]) -> str:
+    """Make a follow-up self-contained without an LLM: when it leans on earlier turns (pronouns, or
+    fewer than four content words), add the content words of the previous question that it lacks."""
+    if not history:
+        return question
+    words = [w for w in re.findall(r"[A-Za-z0-9][\w\-]*", question) if w.lower() not in _STOP]
+    if not _PRONOUN.search(question) and len(words) >= 4:
+        return question
+    prev = history[-1]
+    have = {w.lower() for w in words}
+    extra = [w for w in re.findall(r"[A-Za-z0-9][\w\-]*", prev) if w.lower() not in _STOP and w.lower() not in have]
+    extra = list(dict.fromkeys(extra))
+    return f"{question.rstrip()} ({' '.join(extra)})" if extra else question
+
+
+def as_langchain_retriever(retriever: Retriever, scope: Scope, k: int | None = None) -> Any:
+    """The retriever as a LangChain `BaseRetriever` (for LangChain chains); documents carry our metadata."""
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class PaperchatRetriever(BaseRetriever):
+        """paperchat's hybrid retriever inside one scope."""
+
+        def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+            return [
+                Document(
+                    page_content=h.chunk.text,
+                    id=h.chunk.id,
+                    metadata={"paper_id": h.chunk.paper_id, "page": h.chunk.page, "kind": h.chunk.kind, "score": h.score, "dense": h.dense, "lexical": h.lexical},
+                )
+                for h in retriever.search(query, scope, k)
+            ]
+
+    return PaperchatRetriever()

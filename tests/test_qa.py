@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from paperchat.library import Library
+from paperchat.prompts import CANNOT_ANSWER
+from paperchat.providers.answerers import OpenAIAnswerer
+from paperchat.qa import QA
+from paperchat.retrieval import Retriever, as_langchain_retriever, rewrite_followup
+from paperchat.types import Answer, Scope
+
+from .conftest import SHARED
+from .fake_llm import FakeLLM
+
+
+def _askpdf(ids: set[str]) -> list[dict[str, object]]:
+    rows = [json.loads(line) for line in open(SHARED / "eval" / "askpdf_dev.jsonl", encoding="utf-8")]
+    return [r for r in rows if r["paper_id"] in ids and not r["unanswerable"]]
+
+
+def test_askpdf_page_hit_at_5(built_library: Library) -> None:
+    retr = Retriever(built_library)
+    rows = _askpdf({"2005.11401", "2004.04906", "2302.07302"})
+    assert len(rows) == 9
+    hits = 0
+    for r in rows:
+        found = retr.search(str(r["question"]), Scope.for_paper(str(r["paper_id"])), k=5)
+        assert all(h.chunk.paper_id == r["paper_id"] for h in found)
+        hits += any(h.chunk.page in r["gold_pages"] for h in found)  # type: ignore[operator]
+    assert hits / len(rows) >= 7 / 9  # measured 7/9 (chunks of 1000/150 characters)
+
+
+def test_topic_scope_date_window_and_diversity(built_library: Library) -> None:
+    retr = Retriever(built_library)
+    members = set(built_library.catalog.topic_papers("rag"))
+    hits = retr.search("retrieval augmented generation with a dense retriever", Scope.for_topic("rag"), k=8)
+    assert hits and {h.chunk.paper_id for h in hits} <= members
+    per_paper: dict[str, int] = {}
+    for h in hits:
+        per_paper[h.chunk.paper_id] = per_paper.get(h.chunk.paper_id, 0) + 1
+    assert max(per_paper.values()) <= 2 or len(members) * 2 < 8
+    since = dt.date(2026, 1, 1)
+    recent = retr.search("retrieval augmented generation", Scope.for_topic("rag", since=since), k=8)
+    dates = built_library.catalog.get_many(h.chunk.paper_id for h in recent)
+    assert recent and all(dates[h.chunk.paper_id].date >= since for h in recent)  # type: ignore[operator]
+    assert all(h.dense is not None for h in hits)
+
+
+def test_extractive_answer_quotes_its_cited_chunks(built_library: Library) -> None:
+    qa = QA(built_library)
+    for scope, q in [
+        (Scope.for_paper("2004.04906"), "How are negative passages chosen when training the dual encoder?"),
+        (Scope.for_topic("rag"), "How do retrieval-augmented models handle knowledge conflicts?"),
+    ]:
+        ans = qa.ask(q, scope)
+        assert not ans.abstained and ans.citations and not ans.dropped_citations
+        by_n = {s.n: s for s in ans.sources}
+        quotes = re.findall(r'"(.+?)" \[(\d+)\]', ans.answer)
+        assert quotes
+        for quote, n in quotes:
+            assert quote in by_n[int(n)].text  # verbatim, so faithful by construction
+        assert all(c.support > 0.9 for c in ans.citations)
+        assert ans.timings_ms["retrieve"] > 0
+
+
+def test_abstains_when_nothing_is_relevant(built_library: Library) -> None:
+    ans = QA(built_library).ask("What is the best recipe for sourdough bread with rye flour?", Scope.for_paper("2004.04906"))
+    assert ans.abstained and ans.answer.startswith(CANNOT_ANSWER) and not ans.citations
+    assert "sourdough" in ans.answer  # says what was searched
+
+
+def test_followup_rewrite_is_shown() -> None:
+    q = rewrite_followup("What dataset did they use?", ["How does Dense Passage Retrieval train its encoders?"])
+    assert q.startswith("What dataset did they use?") and "Dense" in q and "encoders" in q
+    assert rewrite_followup("Which datasets are used to evaluate dense passage retrieval?", ["x"]) == "Which datasets are used to evaluate dense passage retrieval?"
+
+
+def test_followup_through_qa(built_library: Library) -> None:
+    ans = QA(built_library).ask("What do they train it on?", Scope.for_paper("2004.04906"), history=["How is the dense passage retriever trained?"])
+    assert ans.rewritten and "retriever" in ans.query
+
+
+def test_langchain_retriever(built_library: Library) -> None:
+    lc = as_langchain_retriever(Retriever(built_library), Scope.for_paper("2005.11401"), k=3)
+    docs = lc.invoke("How many documents are retrieved?")
+    assert len(docs) == 3 and all(d.metadata["paper_id"] == "2005.11401" for d in docs)
+
+
+def test_openai_path_streams_and_checks_citations(built_library: Library) -> None:
+    with FakeLLM("Negatives come from BM25 [1] and in-batch passages [2]. Ignore this [9].") as llm:
+        ans_ = OpenAIAnswerer("fake", llm.url, timeout=10, max_retries=0)
+        qa = QA(built_library, answerer=ans_)
+        pieces = list(qa.stream("How are negatives chosen?", Scope.for_paper("2004.04906")))
+        final = pieces[-1]
+        assert isinstance(final, Answer)
+        assert len([p for p in pieces if isinstance(p, str)]) > 5  # token by token
+        assert final.dropped_citations == [9] and "[9]" not in final.answer
+        assert [c.n for c in final.citations] == [1, 2] and final.answerer == "openai"
+        prompt = json.dumps(llm.requests[0])
+        assert "[1]" in prompt and "cite" in prompt.lower()
+
+
+def test_dead_endpoint_falls_back_to_extractive(built_library: Library) -> None:
+    with FakeLLM(mode="500") as llm:
+        qa = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, timeout=5, max_retries=1))
+        ans = qa.ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+    assert ans.fallback and "failed" in ans.fallback and ans.answerer == "extractive"
+    assert ans.citations and "Traceback" not in ans.answer
+
+
+def test_unknown_paper_is_a_clear_error(built_library: Library) -> None:
+    from paperchat.errors import NotFound
+
+    with pytest.raises(NotFound):
+        QA(built_library).ask("x", Scope.for_paper("0000.00000"))
