@@ -1,10 +1,7 @@
-"""Start paperchat: ingest the bundled demo corpus on first start, then serve the app."""
+"""Start paperchat on the bundled demo corpus (first start ingests it): `python app.py`."""
 
 from paperchat.settings import Settings
+from paperchat.ui.app import serve
 
 if __name__ == "__main__":
-    from paperchat.cli import main
-
-    raise SystemExit(main(["serve"]))
-
-settings = Settings()
+    serve(Settings())

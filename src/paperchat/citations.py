@@ -65,7 +65,7 @@ def strip_invalid(text: str, offered: Iterable[int]) -> tuple[str, list[int]]:
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage; does not split after e.g., et al., Fig. and the like."""
-    parts = _SPLIT.split(text.strip())
+    parts = [p for block in re.split(r"\n\s*\n", text.strip()) for p in _SPLIT.split(block.strip())]
     out: list[str] = []
     for p in parts:
         if out and _ABBREV.search(out[-1]):

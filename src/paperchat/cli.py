@@ -198,6 +198,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from paperchat.ui.app import serve
+
+    serve(_settings(args), insecure=args.insecure, demo_corpus=not args.no_demo)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Research assistant over papers.")
     p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
@@ -241,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
     ask.add_argument("--json", action="store_true")
     ask.set_defaults(func=cmd_ask)
+
+    sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
+    sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")
+    sv.add_argument("--no-demo", action="store_true", help="do not ingest the bundled demo corpus")
+    sv.set_defaults(func=cmd_serve)
 
     for extra in _EXTRA_COMMANDS:
         extra(sub)

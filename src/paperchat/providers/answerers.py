@@ -51,7 +51,10 @@ class ExtractiveAnswerer:
         df: dict[str, int] = {}
         sent_rows: list[tuple[int, str, set[str]]] = []
         for src in sources:
-            for s in split_sentences(src.text):
+            sents = split_sentences(src.text)
+            if src.page is None and len(sents) > 1:
+                sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
+            for s in sents:
                 if len(s) < 25 or len(s) > 600:
                     continue
                 toks = set(self._tok(s))

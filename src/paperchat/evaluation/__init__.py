@@ -1,0 +1,1 @@
+"""Evaluation: question sets, metrics, runner, reports; the BEIR (SciFact) retrieval benchmark."""

@@ -1,0 +1,80 @@
+"""CSS and JavaScript of the app (hash navigation, J/K/Enter/S keys)."""
+
+CSS = """
+.pc-hidden {display:none !important}
+.pc-brand h1 {margin:0; font-size:1.6rem} .pc-brand p {margin:0; color:#6b7280}
+.pc-cards {display:grid; grid-template-columns:repeat(auto-fill,minmax(260px,1fr)); gap:12px}
+.pc-card {border:1px solid #e5e7eb; border-radius:10px; padding:12px 14px; background:#fff}
+.pc-card h3 {margin:0 0 4px 0; font-size:1.05rem} .pc-count {font-weight:600; margin:2px 0}
+.pc-momentum {color:#374151; font-size:.92rem; margin:4px 0}
+.pc-tag {display:inline-block; background:#eef2ff; color:#3730a3 !important; border-radius:999px; padding:1px 9px; margin:1px 2px; font-size:.8rem; text-decoration:none}
+.pc-following {font-size:.75rem; background:#dcfce7; color:#166534; border-radius:6px; padding:1px 6px}
+.pc-list {display:flex; flex-direction:column; gap:2px}
+.pc-row {padding:8px 10px; border-radius:8px; border-left:4px solid transparent}
+.pc-row:hover {background:#f9fafb}
+.pc-row.pc-selected {background:#eef2ff; border-left-color:#4f46e5}
+.pc-row-title {font-weight:600} .pc-row-title a {color:#111827; text-decoration:none}
+.pc-row-meta {color:#6b7280; font-size:.85rem; margin:2px 0}
+.pc-saved {color:#f59e0b; margin-right:4px} .pc-pdf {font-size:.7rem; background:#fee2e2; color:#991b1b; border-radius:4px; padding:0 4px}
+.pc-dim {color:#6b7280; font-size:.85rem} .pc-empty {color:#6b7280; font-style:italic}
+.pc-chart {width:100%; height:120px} .pc-bar {fill:#c7d2fe} .pc-bar-recent {fill:#4f46e5} .pc-axis {font-size:10px; fill:#6b7280}
+.pc-momentum-box {border:1px solid #e5e7eb; border-radius:10px; padding:10px 12px; margin:8px 0}
+.pc-btn {display:inline-block; border:1px solid #d1d5db; border-radius:8px; padding:4px 10px; margin-right:6px; text-decoration:none}
+.pc-abstract {line-height:1.5}
+.pc-error {background:#fef2f2; color:#991b1b; border:1px solid #fecaca; border-radius:8px; padding:8px 12px}
+.pc-sources h4 {margin:6px 0} .pc-source {border-top:1px solid #f3f4f6; padding:6px 0; font-size:.88rem}
+.pc-source blockquote {margin:4px 0 0 12px; color:#374151; font-style:italic}
+.pc-cited {background:#fafafa}
+.pc-keys {color:#6b7280; font-size:.8rem}
+"""
+
+JS = """
+<script>
+(function () {
+  if (window.pcReady) return; window.pcReady = true;
+  window.pcSelected = null;
+  function setNav(value) {
+    const box = document.querySelector('#pc-nav textarea, #pc-nav input');
+    const btn = document.querySelector('#pc-nav-btn');
+    if (!box || !btn) { setTimeout(function () { setNav(value); }, 200); return; }
+    const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(box), 'value').set;
+    setter.call(box, value);
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(function () { btn.click(); }, 50);
+  }
+  window.pcNav = setNav;
+  function onHash() { const h = decodeURIComponent(location.hash.replace(/^#/, '')); if (h) setNav(h + '|' + Date.now()); }
+  window.addEventListener('hashchange', onHash);
+  window.addEventListener('load', function () { setTimeout(onHash, 600); });
+  function visibleRows() {
+    const out = [];
+    document.querySelectorAll('.pc-list').forEach(function (l) { if (l.offsetParent !== null) l.querySelectorAll('.pc-row').forEach(function (r) { out.push(r); }); });
+    return out;
+  }
+  function mark(rows, i) {
+    rows.forEach(function (r) { r.classList.remove('pc-selected'); });
+    if (i >= 0 && i < rows.length) { rows[i].classList.add('pc-selected'); window.pcSelected = rows[i].dataset.paper; rows[i].scrollIntoView({block: 'nearest'}); }
+  }
+  document.addEventListener('keydown', function (e) {
+    const t = e.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const rows = visibleRows(); if (!rows.length) return;
+    let i = rows.findIndex(function (r) { return r.classList.contains('pc-selected'); });
+    const k = e.key.toLowerCase();
+    if (k === 'j') { mark(rows, Math.min(rows.length - 1, i + 1)); e.preventDefault(); }
+    else if (k === 'k') { mark(rows, Math.max(0, i - 1)); e.preventDefault(); }
+    else if (e.key === 'Enter' && i >= 0) { location.hash = 'paper/' + rows[i].dataset.paper; e.preventDefault(); }
+    else if (k === 's' && i >= 0) { setNav('save/' + rows[i].dataset.paper + '|' + Date.now()); e.preventDefault(); }
+  });
+  // keep the selection when a list is re-rendered (after S, or a page change)
+  new MutationObserver(function () {
+    if (!window.pcSelected) return;
+    const rows = visibleRows();
+    if (rows.some(function (r) { return r.classList.contains('pc-selected'); })) return;
+    const i = rows.findIndex(function (r) { return r.dataset.paper === window.pcSelected; });
+    if (i >= 0) rows[i].classList.add('pc-selected');
+  }).observe(document.body, {childList: true, subtree: true});
+})();
+</script>
+"""

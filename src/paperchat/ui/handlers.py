@@ -1,0 +1,252 @@
+"""Page handlers: plain functions over a `Core` (library + QA), returning HTML/Markdown/records.
+
+They never raise to the page: errors come back as a message in words.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paperchat.errors import PaperchatError
+from paperchat.ingestion.pdf import check_pdf_file, sha256_file
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.library import Library
+from paperchat.qa import QA
+from paperchat.settings import Settings
+from paperchat.topics import momentum
+from paperchat.types import Answer, Scope
+from paperchat.ui.render import answer_markdown, esc, paper_rows, sources_panel, topic_link, weekly_chart
+
+PAGE_SIZE = 20
+
+
+@dataclass
+class Core:
+    """What the app holds for its whole life: loaded once at start."""
+
+    settings: Settings
+    library: Library
+    qa: QA
+
+    @classmethod
+    def open(cls, settings: Settings) -> Core:
+        lib = Library(settings)
+        lib.ready_lexical()
+        lib.embedder.embed_query("warm up")  # load the model now, not on the first question
+        return cls(settings, lib, QA(lib))
+
+
+def _error(exc: Exception) -> str:
+    msg = str(exc) if isinstance(exc, PaperchatError) else f"Something went wrong ({type(exc).__name__}). Please try again."
+    return f'<div class="pc-error">{esc(msg)}</div>'
+
+
+def _day(value: str | None) -> dt.date | None:
+    if not value or not str(value).strip():
+        return None
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError as exc:
+        raise PaperchatError(f"'{value}' is not a date", "use YYYY-MM-DD") from exc
+
+
+# -- topics -------------------------------------------------------------------------------------
+
+
+def topics_overview(core: Core, query: str = "") -> str:
+    """All topics with paper counts and momentum; filtered by name."""
+    lib = core.library
+    counts = lib.catalog.topic_counts()
+    weekly = lib.weekly_counts()
+    followed = set(lib.catalog.followed())
+    cards = []
+    for t in lib.topics.topics:
+        if query and query.lower() not in (t.name + " " + t.slug).lower():
+            continue
+        m = momentum(lib.catalog.topic_dates(t.slug), weekly)
+        star = ' <span class="pc-following">following</span>' if t.slug in followed else ""
+        cards.append(
+            f'<div class="pc-card"><h3>{topic_link(t.slug, t.name)}{star}</h3>'
+            f'<p class="pc-count">{counts.get(t.slug, 0):,} papers</p><p class="pc-momentum">{esc(m.sentence())}</p></div>'
+        )
+    return '<div class="pc-cards">' + "".join(cards) + "</div>" if cards else '<p class="pc-empty">No topic matches.</p>'
+
+
+def topic_header(core: Core, slug: str, now: str | None = None) -> dict[str, Any]:
+    """Name, description, momentum (sentence, figures, chart) and related topics of a topic."""
+    lib = core.library
+    t = lib.topics.get(slug)
+    m = momentum(lib.catalog.topic_dates(slug), lib.weekly_counts(), now=_day(now))
+    shared = lib.catalog.shared_papers(slug)
+    counts = lib.catalog.topic_counts()
+    mine = counts.get(slug, 0)
+    related = sorted(
+        ((n / max(1, mine + counts.get(o, 0) - n), o) for o, n in shared.items() if n), reverse=True
+    )[:5]
+    related_html = " ".join(
+        f'{topic_link(o, lib.topics.by_slug[o].name)} <span class="pc-dim">({shared[o]} shared)</span>' for _, o in related if o in lib.topics.by_slug
+    )
+    html = (
+        f'<div class="pc-topic-head"><h2>{esc(t.name)}</h2><p>{esc(t.description)}</p>'
+        f'<div class="pc-momentum-box"><p class="pc-momentum"><b>{esc(m.sentence())}</b></p>{weekly_chart(m)}'
+        f'<p class="pc-dim">Now = {m.now.isoformat()}; weeks run Monday to Sunday; highlighted bars are the last four weeks.</p></div>'
+        f'<p><b>Related topics:</b> {related_html or "none yet"}</p></div>'
+    )
+    return {"html": html, "momentum": m, "following": slug in lib.catalog.followed(), "total": mine}
+
+
+def topic_papers(core: Core, slug: str, page: int = 1, filter_text: str = "") -> tuple[str, int, int]:
+    """One page of a topic's papers, newest first: (html, total matching, number of pages)."""
+    lib = core.library
+    ids = lib.catalog.topic_papers(slug)
+    if filter_text.strip():
+        f = filter_text.lower().strip()
+        papers_all = lib.catalog.get_many(ids)
+        ids = [i for i in ids if f in (papers_all[i].title + " " + " ".join(papers_all[i].authors)).lower()]
+    total = len(ids)
+    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    page = min(max(1, int(page or 1)), pages)
+    chunk = ids[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    papers = lib.catalog.get_many(chunk)
+    names = {t.slug: t.name for t in lib.topics.topics}
+    html = paper_rows([papers[i] for i in chunk if i in papers], names, set(lib.catalog.saved()))
+    head = f'<p class="pc-dim">{total:,} papers &middot; page {page} of {pages}</p>'
+    return head + html, total, pages
+
+
+def toggle_follow(core: Core, slug: str) -> bool:
+    """Follow or unfollow; returns whether the topic is followed now."""
+    on = slug not in core.library.catalog.followed()
+    core.library.catalog.follow(slug, on)
+    return on
+
+
+def toggle_save(core: Core, paper_id: str) -> bool:
+    on = paper_id not in core.library.catalog.saved()
+    if core.library.catalog.get(paper_id) is None:
+        raise PaperchatError(f"paper {paper_id} is not in the library")
+    core.library.catalog.save(paper_id, on)
+    return on
+
+
+def lists_html(core: Core) -> str:
+    """The Following and Saved lists."""
+    lib = core.library
+    names = {t.slug: t.name for t in lib.topics.topics}
+    followed = [topic_link(s, names.get(s, s)) for s in lib.catalog.followed() if s in names]
+    saved_ids = lib.catalog.saved()
+    papers = lib.catalog.get_many(saved_ids)
+    rows = paper_rows([papers[i] for i in saved_ids if i in papers], names, set(saved_ids))
+    return (
+        f'<h3>Following</h3><p>{" ".join(followed) or "You follow no topic yet."}</p>'
+        f"<h3>Saved papers</h3>{rows if saved_ids else '<p class=pc-empty>No saved papers yet: press S on a paper.</p>'}"
+    )
+
+
+# -- papers -------------------------------------------------------------------------------------
+
+
+def paper_view(core: Core, paper_id: str) -> str:
+    lib = core.library
+    p = lib.catalog.get(paper_id)
+    if p is None:
+        return _error(PaperchatError(f"paper {paper_id} is not in the library"))
+    names = {t.slug: t.name for t in lib.topics.topics}
+    tags = " ".join(topic_link(t, names.get(t, t)) for t in p.topics)
+    saved = paper_id in lib.catalog.saved()
+    links = []
+    if p.abs_url:
+        links.append(f'<a class="pc-btn" href="{esc(p.abs_url)}" target="_blank" rel="noopener">arXiv</a>')
+    if p.pdf_path:
+        links.append(f'<a class="pc-btn" href="/gradio_api/file={esc(p.pdf_path)}" target="_blank" rel="noopener">Open paper (local PDF)</a>')
+    elif p.pdf_url:
+        links.append(f'<a class="pc-btn" href="{esc(p.pdf_url)}" target="_blank" rel="noopener">Open paper (arXiv PDF)</a>')
+    note = (
+        "AskPDF answers from the full text of this paper."
+        if p.pdf_path
+        else "No PDF is ingested for this paper: AskPDF answers from the abstract. Add the PDF below (upload) to ask about the full text."
+    )
+    return (
+        f'<div class="pc-paper" data-paper="{esc(p.id)}"><h2>{esc(p.title)}</h2>'
+        f'<p class="pc-row-meta">{esc(", ".join(p.authors))}</p>'
+        f'<p class="pc-row-meta">{esc(p.date or "")} &middot; {esc(p.id)} &middot; {tags} {"&#9733; saved" if saved else ""}</p>'
+        f'<p class="pc-links">{" ".join(links)}</p><p class="pc-abstract">{esc(p.abstract)}</p><p class="pc-dim">{note}</p></div>'
+    )
+
+
+def upload_pdf(core: Core, file_path: str | None, paper_id: str | None = None) -> tuple[str | None, str]:
+    """Ingest an uploaded PDF (stored by content hash, never by its name); returns (paper id, message)."""
+    if not file_path:
+        return None, "Choose a PDF first."
+    src = Path(file_path)
+    try:
+        check_pdf_file(src, core.settings.max_pdf_mb)
+        sha = sha256_file(src)
+        known = core.library.catalog.find_by_pdf_sha(sha)
+        if known is not None and paper_id in (None, known.id):
+            return known.id, f"Already in the library: {known.title}"
+        core.settings.uploads_dir.mkdir(parents=True, exist_ok=True)
+        stored = core.settings.uploads_dir / f"{sha}.pdf"
+        if not stored.exists():
+            shutil.copyfile(src, stored)
+        rep = Ingester(core.library).ingest_pdfs([stored], paper_id=paper_id)
+    except PaperchatError as exc:
+        return None, str(exc)
+    if rep.failed:
+        return None, f"Could not read this PDF: {rep.failed[0].reason}"
+    pid = rep.paper_ids[0]
+    p = core.library.catalog.get(pid)
+    return pid, f"Ingested {p.title if p else pid}: {rep.chunks_added} new chunks in {rep.seconds:.1f} s."
+
+
+# -- chat ---------------------------------------------------------------------------------------
+
+
+def make_scope(kind: str, target: str, since: str | None = None) -> Scope:
+    if kind == "paper":
+        return Scope.for_paper(target)
+    return Scope.for_topic(target, since=_day(since))
+
+
+def chat_stream(core: Core, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None, since: str | None = None, answerer: str | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """Stream a chat turn: yields (chat messages, sources panel html)."""
+    question = (question or "").strip()
+    if not question:
+        yield history, ""
+        return
+    if not target:
+        yield history + [{"role": "assistant", "content": "Open a topic or a paper first."}], ""
+        return
+    msgs = history + [{"role": "user", "content": question}, {"role": "assistant", "content": ""}]
+    past = [m["content"] for m in history if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    try:
+        ans_impl = None
+        if answerer and answerer != core.settings.answerer:
+            from paperchat.providers.answerers import get_answerer
+
+            ans_impl = get_answerer(core.settings, answerer)
+        text = ""
+        for item in core.qa.stream(question, make_scope(kind, target, since), past, k, ans_impl):
+            if isinstance(item, Answer):
+                msgs[-1]["content"] = answer_markdown(item)
+                yield msgs, sources_panel(item)
+                return
+            text += item
+            msgs[-1]["content"] = text
+            yield msgs, ""
+    except Exception as exc:  # the page never shows a stack trace
+        msgs[-1]["content"] = _error(exc).replace('<div class="pc-error">', "").replace("</div>", "")
+        yield msgs, ""
+
+
+def ask_json(core: Core, question: str, scope: Scope) -> dict[str, Any]:
+    """The answer record as JSON (the same shape as `paperchat ask --json`)."""
+    try:
+        return core.qa.ask(question, scope).to_json()
+    except PaperchatError as exc:
+        return {"error": str(exc)}

@@ -1,0 +1,112 @@
+"""HTML pieces of the pages. Every title, author, abstract and answer is escaped: content is data."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+from collections.abc import Sequence
+
+from paperchat.topics import Momentum
+from paperchat.types import Answer, Paper
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def topic_link(slug: str, name: str) -> str:
+    return f'<a class="pc-tag" href="#topic/{esc(slug)}">{esc(name)}</a>'
+
+
+def paper_link(pid: str, title: str, page: int | None = None) -> str:
+    suffix = f"/{page}" if page else ""
+    return f'<a class="pc-paper-link" href="#paper/{esc(pid)}{suffix}">{esc(title)}</a>'
+
+
+def weekly_chart(m: Momentum, width: int = 640, height: int = 120) -> str:
+    """An inline SVG bar chart of the topic's papers per week (recent four weeks highlighted)."""
+    if not m.weekly:
+        return ""
+    counts = [c for _, c, _ in m.weekly]
+    top = max(max(counts), 1)
+    n = len(counts)
+    bw = width / n
+    recent_start = m.now - dt.timedelta(days=m.now.weekday()) - dt.timedelta(weeks=3)
+    bars = []
+    for i, (week, c, total) in enumerate(m.weekly):
+        h = (height - 18) * c / top
+        cls = "pc-bar-recent" if week >= recent_start else "pc-bar"
+        bars.append(
+            f'<rect class="{cls}" x="{i * bw:.1f}" y="{height - 14 - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}">'
+            f"<title>week of {week.isoformat()}: {c} papers ({total} in all)</title></rect>"
+        )
+    first, last = m.weekly[0][0].isoformat(), m.weekly[-1][0].isoformat()
+    return (
+        f'<svg class="pc-chart" viewBox="0 0 {width} {height}" role="img" aria-label="papers per week">'
+        + "".join(bars)
+        + f'<text x="0" y="{height - 2}" class="pc-axis">{first}</text>'
+        + f'<text x="{width}" y="{height - 2}" text-anchor="end" class="pc-axis">{last}</text></svg>'
+    )
+
+
+def paper_rows(papers: Sequence[Paper], names: dict[str, str], saved: set[str]) -> str:
+    """The latest-papers list: one selectable row per paper (J/K move, Enter opens, S saves)."""
+    rows = []
+    for p in papers:
+        tags = " ".join(topic_link(t, names.get(t, t)) for t in p.topics)
+        star = '<span class="pc-saved" title="saved">&#9733;</span>' if p.id in saved else ""
+        pdf = '<span class="pc-pdf">PDF</span>' if p.pdf_path else ""
+        rows.append(
+            f'<div class="pc-row" data-paper="{esc(p.id)}" tabindex="-1">'
+            f'<div class="pc-row-title">{star}{paper_link(p.id, p.title)} {pdf}</div>'
+            f'<div class="pc-row-meta">{esc(p.date or "")} &middot; {esc(p.short_authors())} &middot; {tags}</div></div>'
+        )
+    return '<div class="pc-list">' + "".join(rows) + "</div>" if rows else '<p class="pc-empty">No papers match.</p>'
+
+
+_CITE = re.compile(r"\[(\d+(?:,\s*\d+)*)\]")
+
+
+def answer_markdown(ans: Answer) -> str:
+    """The answer for the chat: citations become links to the paper view (and page)."""
+    by_n = {s.n: s for s in ans.sources}
+
+    def link(m: re.Match[str]) -> str:
+        parts = []
+        for n in (int(x) for x in m.group(1).split(",")):
+            s = by_n.get(n)
+            if s is None:
+                continue
+            page = f"/{s.page}" if s.page else ""
+            parts.append(f"[[{n}]](#paper/{s.paper_id}{page})")
+        return "".join(parts)
+
+    body = _CITE.sub(link, ans.answer)
+    extra = []
+    if ans.fallback:
+        extra.append(f"_{ans.fallback}_")
+    if ans.rewritten:
+        extra.append(f"_searched for: {ans.query}_")
+    if ans.coverage:
+        extra.append(f"_{ans.coverage}_")
+    if ans.uncited:
+        extra.append("_warning: this answer cites no source_")
+    return body + ("\n\n" + "  \n".join(extra) if extra else "")
+
+
+def sources_panel(ans: Answer) -> str:
+    """Each offered source with its passage, page, scores and (when cited) support."""
+    cited = {c.n: c for c in ans.citations}
+    rows = []
+    for s in ans.sources:
+        c = cited.get(s.n)
+        quote = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
+        sup = f" &middot; support {c.support:.2f}" if c else ""
+        page = f" &middot; p. {s.page}" if s.page else ""
+        cls = "pc-source pc-cited" if c else "pc-source"
+        rows.append(
+            f'<div class="{cls}"><b>[{s.n}]</b> {paper_link(s.paper_id, s.title, s.page)}{page}'
+            f' &middot; score {s.score:.4f}{sup}<blockquote>{esc(quote)}</blockquote></div>'
+        )
+    return '<div class="pc-sources"><h4>Sources</h4>' + "".join(rows) + "</div>" if rows else ""
