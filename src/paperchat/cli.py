@@ -205,6 +205,67 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from paperchat.evaluation import report, runner
+
+    if args.eval_cmd == "run":
+        settings = _settings(args)
+        out = Path(args.out) if args.out else None
+        if out is not None and "PAPERCHAT_DATA_DIR" not in __import__("os").environ and not args.data_dir:
+            # the store the run needs is cached beside the results, so a second run ingests nothing
+            settings = settings.model_copy(update={"data_dir": out.parent / ".store"})
+        summary = runner.run([Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, args.answerer)
+        if out is not None:
+            report.write_report(out)
+        if args.json:
+            print(json.dumps(summary))
+        else:
+            print(report.markdown(summary, []).split("## Worst")[0].strip())
+            if out is not None:
+                print(f"\nresults in {out}/ (results.jsonl, summary.json, report.md, report.html)")
+        return 0
+    if args.eval_cmd == "report":
+        md, page = report.write_report(Path(args.folder))
+        print(f"wrote {md} and {page}")
+        return 0
+    if args.eval_cmd == "compare":
+        bounds = {}
+        for b in args.fail_under or []:
+            k, _, v = b.partition("=")
+            try:
+                bounds[k] = float(v)
+            except ValueError as exc:
+                raise PaperchatError(f"bad bound {b!r}", "write metric=value, e.g. retrieval.recall@10=0.85") from exc
+        text, code = runner.compare(Path(args.base), Path(args.new), bounds)
+        print(text)
+        return code
+    if args.eval_cmd == "beir":
+        from paperchat.evaluation.beir import Bench, load_scifact, tune
+        from paperchat.providers.embedders import get_embedder
+
+        settings = _settings(args)
+        emb = get_embedder(settings)
+        cache = settings.data_dir / "cache"
+        p = settings.retrieval
+        result: dict[str, object] = {}
+        if args.tune:
+            train = Bench(load_scifact(Path(args.folder), "train"), emb, cache)
+            result["tuned_on_train"] = tune(train)
+        test = Bench(load_scifact(Path(args.folder), "test"), emb, cache)
+        params = result.get("tuned_on_train") or {"rrf_k": p.rrf_k, "dense_weight": p.dense_weight, "lexical_weight": p.lexical_weight, "use_windows": True}
+        assert isinstance(params, dict)
+        result["test"] = test.evaluate(int(params["rrf_k"]), float(params["dense_weight"]), float(params["lexical_weight"]), bool(params.get("use_windows", True)))
+        result["params"] = params
+        result["queries"] = len(test.data.queries)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            for name, m in result["test"].items():  # type: ignore[union-attr]
+                print(f"{name:<7} nDCG@10 {m['ndcg@10']:.4f}  Recall@100 {m['recall@100']:.4f}")
+        return 0
+    raise PaperchatError(f"unknown eval command {args.eval_cmd}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Research assistant over papers.")
     p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
@@ -248,6 +309,26 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
     ask.add_argument("--json", action="store_true")
     ask.set_defaults(func=cmd_ask)
+
+    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir")
+    ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
+    er = ev_sub.add_parser("run", help="run question sets through the pipeline")
+    er.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
+    er.add_argument("--data", help="folder with pdfs/ and abstracts/ (ingested as needed)")
+    er.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
+    er.add_argument("--out", help="results folder")
+    er.add_argument("--json", action="store_true", help="print summary.json")
+    rp = ev_sub.add_parser("report", help="write report.md and report.html of a results folder")
+    rp.add_argument("folder")
+    cp = ev_sub.add_parser("compare", help="compare two runs; exit 1 when a --fail-under bound is broken")
+    cp.add_argument("base")
+    cp.add_argument("new")
+    cp.add_argument("--fail-under", action="append", help="metric=value, e.g. retrieval.recall@10=0.85")
+    bz = ev_sub.add_parser("beir", help="SciFact: BM25, dense and hybrid nDCG@10 / Recall@100 on the test claims")
+    bz.add_argument("folder")
+    bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
+    bz.add_argument("--json", action="store_true")
+    ev.set_defaults(func=cmd_eval)
 
     sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")

@@ -1,0 +1,105 @@
+"""Metrics as small typed functions returning (value, reason). SQuAD-style answer normalisation."""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+from paperchat.ingestion.text import normalize_for_match
+
+Metric = tuple[float, str]
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not p or not g:
+        return float(p == g)
+    common = Counter(p) & Counter(g)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def best_f1(prediction: str, golds: Sequence[str]) -> Metric:
+    golds = [g for g in golds if g]
+    if not golds:
+        return 0.0, "no gold answer"
+    scores = [(token_f1(prediction, g), g) for g in golds]
+    f, g = max(scores)
+    return f, f"best against {g!r}"
+
+
+def contains(prediction: str, golds: Sequence[str]) -> Metric:
+    """1.0 when a gold answer or alias appears (normalised) in the prediction."""
+    p = f" {normalize_answer(prediction)} "
+    for g in golds:
+        ng = normalize_answer(g)
+        if ng and f" {ng} " in p:
+            return 1.0, f"contains {g!r}"
+    return 0.0, "no gold answer or alias in the answer"
+
+
+def exact(prediction: str, golds: Sequence[str]) -> Metric:
+    p = normalize_answer(prediction)
+    return (1.0, "exact") if any(p == normalize_answer(g) for g in golds if g) else (0.0, "not exact")
+
+
+def recall_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int) -> Metric:
+    """Share of gold papers among the first k distinct retrieved papers."""
+    top = list(dict.fromkeys(ranked_papers))[:k]
+    if not gold:
+        return 0.0, "no gold papers"
+    found = [g for g in gold if g in top]
+    return len(found) / len(gold), f"{len(found)} of {len(gold)} gold papers in the top {k}"
+
+
+def mrr(ranked_papers: Sequence[str], gold: Sequence[str]) -> Metric:
+    for i, p in enumerate(dict.fromkeys(ranked_papers), start=1):
+        if p in gold:
+            return 1.0 / i, f"first gold paper at rank {i}"
+    return 0.0, "no gold paper retrieved"
+
+
+def ndcg_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int = 10) -> Metric:
+    top = list(dict.fromkeys(ranked_papers))[:k]
+    dcg = sum(1.0 / math.log2(i + 2) for i, p in enumerate(top) if p in gold)
+    idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return (dcg / idcg if idcg else 0.0), f"DCG {dcg:.3f} / ideal {idcg:.3f}"
+
+
+def page_hit(pages: Sequence[int | None], gold_pages: Sequence[int], k: int = 5) -> Metric:
+    top = list(pages)[:k]
+    hit = [p for p in top if p in gold_pages]
+    return (1.0, f"page {hit[0]} retrieved") if hit else (0.0, f"retrieved pages {top}, gold {list(gold_pages)}")
+
+
+def evidence_hit(texts: Sequence[str], evidence: str, k: int = 5) -> Metric:
+    """1.0 when one of the first k chunks contains the evidence quote (after normalisation)."""
+    ev = normalize_for_match(evidence)
+    if not ev:
+        return 0.0, "no evidence quote"
+    for i, t in enumerate(list(texts)[:k], start=1):
+        if ev in normalize_for_match(t):
+            return 1.0, f"evidence in chunk {i}"
+    return 0.0, "evidence not in the top chunks (split across chunks, or not retrieved)"
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    idx = min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))
+    return s[idx]

@@ -1,0 +1,242 @@
+"""Run question sets through the app's own pipeline (QA over a Library) and score them.
+
+A run writes `results.jsonl` (one record per question: question, answer record, metrics, reasons),
+`summary.json` (stamped with settings, answerer, model, each set's sha256 and the code version).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+import subprocess
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paperchat import __version__
+from paperchat.errors import ConfigError, PaperchatError
+from paperchat.evaluation import metrics as M
+from paperchat.evaluation.questions import Question, load_set
+from paperchat.ingestion.pdf import sha256_file
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.records import Failure, read_records
+from paperchat.library import Library
+from paperchat.qa import QA
+from paperchat.settings import PROJECT_ROOT, Settings
+from paperchat.types import Answer, Scope
+
+EVAL_K = 10  # sources per question: recall@10 needs ten
+
+
+def code_version() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        rev = ""
+    return f"{__version__}+{rev}" if rev else __version__
+
+
+def prepare(lib: Library, questions: Sequence[Question], data: Path | None) -> list[Failure]:
+    """Ingest what the questions need: their PDFs (data/pdfs/...) and, for topic questions, data/abstracts."""
+    failures: list[Failure] = []
+    if data is None:
+        return failures
+    ing = Ingester(lib)
+    if any(q.scope == "topic" for q in questions):
+        for f in sorted((data / "abstracts").glob("*.jsonl*")):
+            rep = ing.ingest_records(read_records(f))
+            failures.extend(rep.failed)
+    pdfs = sorted({data / "pdfs" / q.pdf for q in questions if q.scope == "paper" and q.pdf})
+    if pdfs:
+        failures.extend(ing.ingest_pdfs(pdfs).failed)
+    return failures
+
+
+def paper_id_for(lib: Library, q: Question, data: Path | None) -> str | None:
+    if q.pdf and data is not None and (data / "pdfs" / q.pdf).exists():
+        p = lib.catalog.find_by_pdf_sha(sha256_file(data / "pdfs" / q.pdf))
+        if p is not None:
+            return p.id
+    return q.paper_id or None
+
+
+def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Every metric that applies to this question (None where it does not), with reasons."""
+    m: dict[str, float | None] = {}
+    why: dict[str, str] = {}
+
+    def put(name: str, res: M.Metric) -> None:
+        m[name], why[name] = res
+
+    ranked = [s.paper_id for s in ans.sources]
+    if q.gold_papers:
+        put("retrieval.recall@5", M.recall_at(ranked, q.gold_papers, 5))
+        put("retrieval.recall@10", M.recall_at(ranked, q.gold_papers, 10))
+        put("retrieval.mrr", M.mrr(ranked, q.gold_papers))
+        put("retrieval.ndcg@10", M.ndcg_at(ranked, q.gold_papers, 10))
+    if q.scope == "paper" and not q.unanswerable:
+        if q.gold_pages:
+            put("retrieval.page_hit@5", M.page_hit([s.page for s in ans.sources], q.gold_pages, 5))
+        if q.evidence:
+            put("retrieval.evidence_hit@5", M.evidence_hit([s.text for s in ans.sources], q.evidence, 5))
+    golds = [q.gold_answer, *q.answer_aliases]
+    correct: bool
+    if q.unanswerable:
+        put("answer.abstention_accuracy", ((1.0, "abstained") if ans.abstained else (0.0, "answered an unanswerable question")))
+        correct = ans.abstained
+    else:
+        if q.gold_answer:
+            put("answer.f1", M.best_f1(ans.answer, golds))
+            put("answer.contains", M.contains(ans.answer, golds))
+        correct = not ans.abstained and ((m.get("answer.contains") or 0) >= 1.0 or (m.get("answer.f1") or 0) >= 0.5)
+    m["answer.answered"] = 0.0 if ans.abstained else 1.0
+    m["answer.correct"] = 1.0 if correct else 0.0
+    total_marks = len(ans.citations) + len(ans.dropped_citations)
+    if total_marks:
+        put("citations.validity", (len(ans.citations) / total_marks, f"{len(ans.dropped_citations)} citations of sources not offered"))
+    if ans.citations:
+        if q.scope == "topic" and q.gold_papers:
+            ok = [c for c in ans.citations if c.paper_id in q.gold_papers]
+            put("citations.precision", (len(ok) / len(ans.citations), f"{len(ok)} of {len(ans.citations)} citations name a gold paper"))
+        elif q.scope == "paper" and q.gold_pages:
+            ok = [c for c in ans.citations if c.page in q.gold_pages]
+            put("citations.precision", (len(ok) / len(ans.citations), f"{len(ok)} of {len(ans.citations)} citations on a gold page"))
+        put("citations.support", (statistics.fmean(c.support for c in ans.citations), "mean support of the citations"))
+    return m, why
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    vals = [r["metrics"][key] for r in rows if r["metrics"].get(key) is not None]
+    return round(statistics.fmean(vals), 4) if vals else None
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of a run (a metric that applies to no question is null)."""
+    answered = [r for r in rows if r["metrics"].get("answer.answered") == 1.0]
+    correct = sum(r["metrics"]["answer.correct"] for r in rows)
+
+    def lat(stage: str, q: float) -> float | None:
+        v = M.percentile([r["answer"]["timings_ms"].get(stage, 0.0) for r in rows if r.get("answer")], q)
+        return round(v, 1) if v is not None else None
+
+    out: dict[str, Any] = {
+        "n": len(rows),
+        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "mrr", "ndcg@10", "page_hit@5", "evidence_hit@5")},
+        "answer": {
+            "f1": _mean(rows, "answer.f1"),
+            "contains": _mean(rows, "answer.contains"),
+            "abstention_accuracy": _mean(rows, "answer.abstention_accuracy"),
+            "precision": round(correct / len(answered), 4) if answered else None,
+            "accuracy": round(correct / len(rows), 4) if rows else None,
+        },
+        "citations": {k: _mean(rows, f"citations.{k}") for k in ("validity", "precision", "support")},
+        "latency_ms": {"retrieve_p50": lat("retrieve", 50), "retrieve_p95": lat("retrieve", 95), "answer_p50": lat("answer", 50), "answer_p95": lat("answer", 95)},
+    }
+    return out
+
+
+def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out: Path | None = None, answerer: str | None = None) -> dict[str, Any]:
+    """Run the sets; returns the summary (and writes the results folder when `out` is given)."""
+    questions: list[Question] = []
+    malformed: list[Failure] = []
+    shas: dict[str, str] = {}
+    for s in sets:
+        if not s.is_file():
+            raise ConfigError(f"question set {s} not found", "check the path")
+        qs, bad, sha = load_set(s)
+        questions += qs
+        malformed += bad
+        shas[s.name] = sha
+    if answerer:
+        settings = settings.model_copy(update={"answerer": answerer})
+    lib = Library(settings)
+    ingest_failures = prepare(lib, questions, data)
+    qa = QA(lib)
+    rows: list[dict[str, Any]] = []
+    for q in questions:
+        row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
+        try:
+            if q.scope == "paper":
+                pid = paper_id_for(lib, q, data)
+                if pid is None:
+                    raise PaperchatError(f"paper of {q.pdf or q.paper_id} is not in the store", "pass --data with the PDFs")
+                scope = Scope.for_paper(pid)
+            else:
+                scope = Scope.for_topic(q.topic)
+            ans = qa.ask(q.question, scope, k=EVAL_K)
+            metrics, reasons = score(q, ans)
+            row.update(answer=ans.to_json(), metrics=metrics, reasons=reasons, error=None)
+        except PaperchatError as exc:
+            row.update(answer=None, metrics={"answer.answered": 0.0, "answer.correct": 0.0}, reasons={}, error=str(exc))
+        rows.append(row)
+    summary = summarize(rows)
+    by_set: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_set[r["set"]].append(r)
+        if r["topic"]:
+            by_topic[r["topic"]].append(r)
+    summary["sets"] = {name: summarize(rs) for name, rs in by_set.items()}
+    summary["topics"] = {name: summarize(rs) for name, rs in by_topic.items()}
+    summary["run"] = {
+        "started": dt.datetime.now().isoformat(timespec="seconds"),
+        "answerer": settings.answerer,
+        "model": qa.answerer.model,
+        "k": EVAL_K,
+        "sets_sha256": shas,
+        "code_version": code_version(),
+        "settings": json.loads(settings.model_dump_json()),
+        "malformed_lines": [{"source": f.source, "reason": f.reason} for f in malformed],
+        "ingest_failures": [{"source": f.source, "reason": f.reason} for f in ingest_failures],
+    }
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def load_results(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = json.loads((folder / "summary.json").read_text())
+    rows = [json.loads(line) for line in open(folder / "results.jsonl", encoding="utf-8") if line.strip()]
+    return summary, rows
+
+
+def flat(summary: dict[str, Any]) -> dict[str, float]:
+    """'retrieval.recall@10' -> value, for the headline groups."""
+    out = {}
+    for group in ("retrieval", "answer", "citations", "latency_ms"):
+        for k, v in (summary.get(group) or {}).items():
+            if isinstance(v, int | float):
+                out[f"{group}.{k}"] = float(v)
+    return out
+
+
+def compare(base: Path, new: Path, fail_under: dict[str, float]) -> tuple[str, int]:
+    """Per-metric deltas and changed questions; exit code 1 when a bound is broken."""
+    bs, brows = load_results(base)
+    ns, nrows = load_results(new)
+    bf, nf = flat(bs), flat(ns)
+    lines = ["| metric | base | new | delta |", "|---|---|---|---|"]
+    for k in sorted(set(bf) | set(nf)):
+        b, n = bf.get(k), nf.get(k)
+        d = f"{n - b:+.4f}" if b is not None and n is not None else ""
+        lines.append(f"| {k} | {b if b is not None else ''} | {n if n is not None else ''} | {d} |")
+    bmap = {r["id"]: r for r in brows}
+    changed = []
+    for r in nrows:
+        o = bmap.get(r["id"])
+        if o and o["metrics"].get("answer.correct") != r["metrics"].get("answer.correct"):
+            changed.append(f"- {r['id']}: correct {o['metrics'].get('answer.correct')} -> {r['metrics'].get('answer.correct')}")
+    lines += ["", f"{len(changed)} questions changed:", *changed]
+    code = 0
+    for k, bound in fail_under.items():
+        v = nf.get(k)
+        if v is None or v < bound:
+            lines.append(f"FAIL: {k} = {v} is under {bound}")
+            code = 1
+    return "\n".join(lines), code
