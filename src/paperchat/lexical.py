@@ -51,7 +51,7 @@ class Tokenizer:
 class LexicalIndex:
     """BM25 over every chunk of the store, with per-chunk arrays for scope masks."""
 
-    def __init__(self, root: Path, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.6) -> None:
         self.root = root
         self.k1 = k1
         self.b = b
