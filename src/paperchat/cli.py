@@ -93,6 +93,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_topics(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    if args.check:
+        # apply the rules to a metadata file without ingesting it: counts and a sample to read by hand
+        import random
+        from collections import Counter
+
+        from paperchat.ingestion.records import read_records
+        from paperchat.topics import TopicSet
+        from paperchat.types import Paper
+
+        ts = TopicSet.load(settings.topics_file)
+        papers = [p for p in read_records(Path(args.check)) if isinstance(p, Paper)]
+        members = {p.id: ts.match(p) for p in papers}
+        counts = Counter(t for v in members.values() for t in v)
+        print(f"{len(papers)} papers, {sum(1 for v in members.values() if v)} in at least one topic")
+        rng = random.Random(args.seed)
+        for t in ts.topics:
+            mine = [p for p in papers if t.slug in members[p.id]]
+            print(f"\n## {t.slug}: {counts.get(t.slug, 0)} papers")
+            for p in rng.sample(mine, min(args.sample, len(mine))):
+                print(f"- {p.id} | {p.title[:100]} | {', '.join(sorted(set(ts.explain(p, t.slug))))[:60]}")
+        return 0
     lib = _library(settings)
     counts = lib.catalog.topic_counts()
     chunk_counts = {t.slug: len(lib.store.ids_where({f"topic_{t.slug}": True})) for t in lib.topics.topics}
@@ -289,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("topics", help="each topic with its paper and chunk counts")
     t.add_argument("--json", action="store_true")
+    t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
+    t.add_argument("--sample", type=int, default=20, help="with --check: papers listed per topic")
+    t.add_argument("--seed", type=int, default=0, help="with --check: sample seed")
     t.set_defaults(func=cmd_topics)
 
     r = sub.add_parser("remove", help="remove a paper and its chunks")
