@@ -44,3 +44,10 @@ def test_parser_never_crashes_and_only_returns_positive_ints(text: str) -> None:
     assert all(isinstance(n, int) and n >= 0 for n in nums)
     cleaned, dropped = strip_invalid(text, offered=[1, 2])
     assert set(parse_citations(cleaned)) <= {1, 2}
+
+
+def test_reference_markers_inside_quotes_are_not_citations() -> None:
+    text = 'The paper says: "Dense retrieval [12] beats BM25 [3, 4] on NQ." [1]'
+    assert parse_citations(text) == [1]
+    cleaned, dropped = strip_invalid(text, offered=[1])
+    assert cleaned == text and dropped == []

@@ -37,10 +37,19 @@ def parse_group(inner: str) -> list[int]:
     return nums
 
 
+_QUOTE_SPAN = re.compile(r'"[^"\n]{10,}?"')
+
+
+def _mask_quotes(text: str) -> str:
+    """Quoted passages blanked out (same length): a source's own reference markers such as "[12]"
+    inside a quotation are not our citations."""
+    return _QUOTE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
+
+
 def parse_citations(text: str) -> list[int]:
-    """Every cited number in order of first appearance: [1], [1, 2], [1][3], [1-3]."""
+    """Every cited number in order of first appearance: [1], [1, 2], [1][3], [1-3] (not inside quotes)."""
     seen: dict[int, None] = {}
-    for m in _GROUP.finditer(text):
+    for m in _GROUP.finditer(_mask_quotes(text)):
         for n in parse_group(m.group(1)):
             seen.setdefault(n, None)
     return list(seen)
@@ -50,8 +59,11 @@ def strip_invalid(text: str, offered: Iterable[int]) -> tuple[str, list[int]]:
     """Remove cited numbers that were not offered; returns the cleaned text and the dropped numbers."""
     valid = set(offered)
     dropped: list[int] = []
+    masked = _mask_quotes(text)
 
     def fix(m: re.Match[str]) -> str:
+        if masked[m.start()] == " ":  # inside a quotation: the source's own marker, left as it is
+            return m.group(0)
         nums = parse_group(m.group(1))
         keep = [n for n in dict.fromkeys(nums) if n in valid]
         dropped.extend(n for n in nums if n not in valid)

@@ -287,6 +287,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     raise PaperchatError(f"unknown eval command {args.eval_cmd}")
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from paperchat import bench
+
+    settings = _settings(args)
+    if args.what == "ingest":
+        res = bench.bench_ingest(Path(args.source), args.limit, settings)
+    else:
+        import json as _json
+
+        rows = [_json.loads(line) for line in open(args.source, encoding="utf-8") if line.strip()]
+        qs = [(r["question"], r["topic"]) for r in rows if r.get("scope") == "topic"]
+        res = bench.bench_query(settings, qs)
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for k, v in res.items():
+            print(f"{k:<28} {v}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Research assistant over papers.")
     p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
@@ -353,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
     bz.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_eval)
+
+    bn = sub.add_parser("bench", help="benchmarks: ingest (ours vs MiniLM alone, re-ingest), query latency")
+    bn.add_argument("what", choices=["ingest", "query"])
+    bn.add_argument("source", help="ingest: an abstracts JSONL; query: a topic question set (JSONL) asked over PAPERCHAT_DATA_DIR")
+    bn.add_argument("--limit", type=int, help="ingest: only the first N records")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=cmd_bench)
 
     sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")
