@@ -43,6 +43,19 @@ CREATE TABLE IF NOT EXISTS saves (paper_id TEXT PRIMARY KEY, since TEXT NOT NULL
 """
 
 
+def _paper_columns(paper: Paper) -> tuple[object, ...]:
+    """id, title, authors, abstract, date, categories, url: the metadata columns of a paper row."""
+    return (
+        paper.id,
+        paper.title,
+        json.dumps(paper.authors),
+        paper.abstract,
+        paper.date.isoformat() if paper.date else None,
+        json.dumps(paper.categories),
+        paper.url,
+    )
+
+
 class Catalog:
     """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
 
@@ -84,16 +97,7 @@ class Catalog:
                          abstract=excluded.abstract, date=COALESCE(excluded.date, papers.date),
                          categories=excluded.categories, url=excluded.url,
                          abstract_hash=excluded.abstract_hash""",
-                    (
-                        paper.id,
-                        paper.title,
-                        json.dumps(paper.authors),
-                        paper.abstract,
-                        paper.date.isoformat() if paper.date else None,
-                        json.dumps(paper.categories),
-                        paper.url,
-                        abstract_hash,
-                    ),
+                    (*_paper_columns(paper), abstract_hash),
                 )
                 self._set_topics(paper.id, topics)
 
@@ -106,18 +110,7 @@ class Catalog:
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT(id) DO UPDATE SET pdf_path=excluded.pdf_path,
                      pdf_sha256=excluded.pdf_sha256, pdf_hash=excluded.pdf_hash""",
-                (
-                    paper.id,
-                    paper.title,
-                    json.dumps(paper.authors),
-                    paper.abstract,
-                    paper.date.isoformat() if paper.date else None,
-                    json.dumps(paper.categories),
-                    paper.url,
-                    pdf_path,
-                    pdf_sha256,
-                    pdf_hash,
-                ),
+                (*_paper_columns(paper), pdf_path, pdf_sha256, pdf_hash),
             )
             self._set_topics(paper.id, topics)
 
