@@ -113,3 +113,7 @@ def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: l
         assert up["paper_id"] == "2305.18290"
     finally:
         demo.close()
+
+
+def test_latest_report(tmp_path: Path) -> None:
+    assert "No evaluation run yet" in h.latest_report(tmp_path)

@@ -71,6 +71,11 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
                 up_msg = gr.Markdown()
             with gr.Tab("Following & Saved", id="lists"):
                 lists = gr.HTML(h.lists_html(core))
+            with gr.Tab("Evaluation", id="eval"):
+                from paperchat.settings import PROJECT_ROOT
+
+                eval_md = gr.Markdown(h.latest_report(PROJECT_ROOT / "eval" / "results"))
+                gr.Button("Reload", scale=0).click(lambda: h.latest_report(PROJECT_ROOT / "eval" / "results"), None, eval_md, api_visibility="private")
 
         # -- wiring -----------------------------------------------------------------------------
         def show_topic(slug: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:

@@ -250,3 +250,17 @@ def ask_json(core: Core, question: str, scope: Scope) -> dict[str, Any]:
         return core.qa.ask(question, scope).to_json()
     except PaperchatError as exc:
         return {"error": str(exc)}
+
+
+def latest_report(results_root: Path) -> str:
+    """The newest evaluation report (Markdown) under the results folder, or how to make one."""
+    runs = sorted(results_root.glob("*/summary.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not runs:
+        return f"No evaluation run yet. Run `paperchat eval run --set SET.jsonl --out {results_root}/NAME`."
+    folder = runs[0].parent
+    md = folder / "report.md"
+    if not md.exists():
+        from paperchat.evaluation.report import write_report
+
+        write_report(folder)
+    return f"Latest run: `{folder}`\n\n" + md.read_text(encoding="utf-8")
