@@ -45,7 +45,7 @@ def _phrase_regex(phrase: str) -> str:
     body = r"[\s\-]+".join(re.escape(w) for w in words)
     tail = r"\w*" if prefix else (r"\b" if exact else r"(?:s|es)?\b")
     head = r"\w*" if suffix else ""
-    return rf"(?<![\w-]){head}{body}{tail}"
+    return f"{head}{body}{tail}"
 
 
 def _compile(phrases: tuple[str, ...]) -> re.Pattern[str]:
@@ -55,7 +55,8 @@ def _compile(phrases: tuple[str, ...]) -> re.Pattern[str]:
         rx = _phrase_regex(p)
         word = p.strip("*!")
         parts.append(rx if any(c.isupper() for c in word[1:]) or word.isupper() else f"(?i:{rx})")
-    return re.compile("|".join(parts) if parts else r"(?!x)x")
+    # one shared word-start guard: positions inside a word fail at once instead of per phrase
+    return re.compile(r"(?<![\w-])(?:" + "|".join(parts) + ")" if parts else r"(?!x)x")
 
 
 class TopicSet:
