@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from paperchat.lexical import Tokenizer
-from paperchat.types import Citation, Source
+from paperchat.types import Citation, NumberedRef, Source
 
 _GROUP = re.compile(r"\[(\s*\d+(?:\s*(?:[,;]|[-\u2013\u2014]|and)\s*\d+)*\s*)\]")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|Fig|Figs|Eq|Eqs|Sec|Tab|vs|cf|approx|resp|No)\.$", re.I)
@@ -131,7 +131,6 @@ def build_citations(answer: str, sources: Sequence[Source]) -> list[Citation]:
         if n in best:
             src = by_n[n]
             sup, quote = best[n]
-            out.append(
-                Citation(n=n, paper_id=src.paper_id, title=src.title, authors=src.authors, date=src.date, url=src.url, page=src.page, quote=quote, support=round(sup, 4))
-            )
+            ref = src.model_dump(include=set(NumberedRef.model_fields))
+            out.append(Citation(**ref, quote=quote, support=round(sup, 4)))
     return out

@@ -115,8 +115,8 @@ class Scope(BaseModel):
         return base
 
 
-class Source(BaseModel):
-    """A numbered source offered to the answerer."""
+class NumberedRef(BaseModel):
+    """Number, paper and page: what a source and a citation of it share."""
 
     n: int
     paper_id: str
@@ -125,6 +125,11 @@ class Source(BaseModel):
     date: dt.date | None = None
     url: str = ""
     page: int | None = None
+
+
+class Source(NumberedRef):
+    """A numbered source offered to the answerer."""
+
     text: str
     score: float
     dense: float | None = None
@@ -132,16 +137,9 @@ class Source(BaseModel):
     chunk_id: str = ""
 
 
-class Citation(BaseModel):
+class Citation(NumberedRef):
     """A citation that survived checking: it points at an offered source."""
 
-    n: int
-    paper_id: str
-    title: str
-    authors: list[str] = Field(default_factory=list)
-    date: dt.date | None = None
-    url: str = ""
-    page: int | None = None
     quote: str = Field(description="the passage (or sentence of it) the claim rests on")
     support: float = Field(description="how much of the citing sentence the passage supports, 0..1")
 
