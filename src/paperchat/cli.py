@@ -385,13 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")
     sv.add_argument("--no-demo", action="store_true", help="do not ingest the bundled demo corpus")
     sv.set_defaults(func=cmd_serve)
-
-    for extra in _EXTRA_COMMANDS:
-        extra(sub)
     return p
-
-
-_EXTRA_COMMANDS: list = []  # type: ignore[type-arg]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

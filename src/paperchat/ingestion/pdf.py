@@ -8,7 +8,6 @@ import hashlib
 import json
 import multiprocessing as mp
 import re
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,7 +145,6 @@ def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: 
         futures = [pool.submit(_worker, str(p), max_mb) for p in pending]
         restart_from: int | None = None
         for i, (path, fut) in enumerate(zip(pending, futures, strict=True)):
-            start = time.monotonic()
             try:
                 res = fut.result(timeout=timeout_s)
             except cf.TimeoutError:
@@ -157,7 +155,6 @@ def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: 
                 yield ParseResult(path, None, "the parser crashed on this file (out of memory or a bug in pypdf)")
                 restart_from = i + 1
                 break
-            _ = start
             if isinstance(res, tuple):
                 yield ParseResult(path, None, res[1])
             else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paperchat.errors import NetworkError, SourceError
+from paperchat.errors import NetworkError
 from paperchat.types import Paper
 
 _VERSION = re.compile(r"v\d+$")
@@ -204,8 +204,3 @@ def fetch_arxiv(query: str, max_results: int = 100, timeout: float = 20.0) -> by
             "check the network, or save a response and run: paperchat ingest arxiv --file response.xml",
         ) from exc
 
-
-def ensure_readable(path: Path) -> None:
-    """Raise SourceError when a path does not exist."""
-    if not path.exists():
-        raise SourceError(f"{path}: no such file or folder", "check the path")
