@@ -117,3 +117,12 @@ def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: l
 
 def test_latest_report(tmp_path: Path) -> None:
     assert "No evaluation run yet" in h.latest_report(tmp_path)
+
+
+def test_arxiv_download_offline_says_so(core: h.Core) -> None:
+    pid = next(p for p in core.library.catalog.topic_papers("rag") if not core.library.catalog.get(p).pdf_path)
+    got, msg = h.download_arxiv_pdf(core, pid)
+    assert got is None and "offline" in msg and "upload" in msg  # the network guard refuses arxiv.org
+    assert core.library.catalog.get(pid).pdf_path is None
+    got, msg = h.download_arxiv_pdf(core, "2005.11401")  # PDF already ingested
+    assert got == "2005.11401" and "already" in msg

@@ -8,10 +8,25 @@ from collections.abc import Iterator, Sequence
 from paperchat.citations import build_citations, parse_citations, strip_invalid
 from paperchat.errors import AnswererError, NotFound
 from paperchat.library import Library
-from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT
+from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer, get_answerer
 from paperchat.retrieval import Retriever, rewrite_followup
 from paperchat.types import Answer, Hit, Scope, Source
+
+
+_PROMPT_LINES = [ln.strip() for ln in SYSTEM_PROMPT.splitlines() if len(ln.strip()) > 30]
+
+
+def redact_prompt(text: str) -> str:
+    """Remove any line of the system prompt that a model repeats (a prompt-injection leak)."""
+    low = text.lower()
+    for line in _PROMPT_LINES:
+        i = low.find(line.lower())
+        while i >= 0:
+            text = text[:i] + "[instructions withheld]" + text[i + len(line):]
+            low = text.lower()
+            i = low.find(line.lower())
+    return text
 
 
 class QA:
@@ -103,7 +118,7 @@ class QA:
                 yield f"\n\n[{record.fallback}]\n\n"
                 pieces = list(self.extractive.stream(query, sources, topic_level))
                 yield from pieces
-            text = "".join(pieces).strip()
+            text = redact_prompt(("".join(pieces)).strip())
             text, record.dropped_citations = strip_invalid(text, [s.n for s in sources])
             record.answer = text
             record.abstained = CANNOT_ANSWER.lower() in text.lower()

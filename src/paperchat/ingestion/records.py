@@ -204,3 +204,38 @@ def fetch_arxiv(query: str, max_results: int = 100, timeout: float = 20.0) -> by
             "check the network, or save a response and run: paperchat ingest arxiv --file response.xml",
         ) from exc
 
+
+
+_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
+
+
+def fetch_arxiv_pdf(paper_id: str, dest: Path, max_mb: float, timeout: float = 30.0) -> Path:
+    """Download arxiv.org/pdf/<id> into dest (a folder); raises NetworkError when offline, SourceError
+    when the id is not an arXiv id or the reply is not a PDF or too large."""
+    import urllib.error
+    import urllib.request
+
+    from paperchat.errors import SourceError
+
+    if not _ARXIV_ID.match(paper_id):
+        raise SourceError(f"{paper_id} is not an arXiv id", "upload the PDF instead")
+    url = f"https://arxiv.org/pdf/{paper_id}"
+    limit = int(max_mb * 1024 * 1024)
+    try:
+        req = urllib.request.Request(url, headers={"User-Agent": "paperchat (research assistant)"})
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - fixed https host
+            data: bytes = resp.read(limit + 1)
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise NetworkError(
+            f"cannot download {url} ({reason}); this machine looks offline",
+            "download the PDF in a browser and upload it here",
+        ) from exc
+    if len(data) > limit:
+        raise SourceError(f"{url} is larger than {max_mb:g} MB", "raise PAPERCHAT_MAX_PDF_MB or upload a smaller file")
+    if not data.startswith(b"%PDF"):
+        raise SourceError(f"{url} did not return a PDF", "upload the PDF instead")
+    dest.mkdir(parents=True, exist_ok=True)
+    out = dest / f"arxiv-{paper_id.replace('/', '_')}.pdf"
+    out.write_bytes(data)
+    return out

@@ -60,6 +60,7 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
                 save_btn = gr.Button("Save", scale=0)
                 with gr.Accordion("Add this paper's PDF", open=False):
                     attach = gr.File(file_types=[".pdf"], label="PDF of this paper")
+                    fetch_btn = gr.Button("Download from arXiv", scale=0)
                     attach_msg = gr.Markdown()
                 gr.HTML("<h3>AskPDF</h3>")
                 paper_chat = gr.Chatbot(height=380, show_label=False)
@@ -157,6 +158,11 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
             new_pid, msg = h.upload_pdf(core, path, paper_id=pid)
             return (h.paper_view(core, pid) if new_pid else gr.update()), msg
 
+        def on_fetch(pid: str) -> tuple[Any, ...]:
+            new_pid, msg = h.download_arxiv_pdf(core, pid)
+            return (h.paper_view(core, pid) if new_pid else gr.update()), msg
+
+        fetch_btn.click(on_fetch, paper_state, [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
         attach.upload(on_attach, [attach, paper_state], [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
 
         def ask_topic(question: str, topic: str) -> dict[str, Any]:

@@ -169,7 +169,7 @@ def paper_view(core: Core, paper_id: str) -> str:
     note = (
         "AskPDF answers from the full text of this paper."
         if p.pdf_path
-        else "No PDF is ingested for this paper: AskPDF answers from the abstract. Add the PDF below (upload) to ask about the full text."
+        else "No PDF is ingested for this paper: AskPDF answers from the abstract. Add the PDF below (upload it, or download it from arXiv) to ask about the full text."
     )
     return (
         f'<div class="pc-paper" data-paper="{esc(p.id)}"><h2>{esc(p.title)}</h2>'
@@ -202,6 +202,24 @@ def upload_pdf(core: Core, file_path: str | None, paper_id: str | None = None) -
     pid = rep.paper_ids[0]
     p = core.library.catalog.get(pid)
     return pid, f"Ingested {p.title if p else pid}: {rep.chunks_added} new chunks in {rep.seconds:.1f} s."
+
+
+def download_arxiv_pdf(core: Core, paper_id: str) -> tuple[str | None, str]:
+    """Fetch the paper's PDF from arXiv and ingest it for this paper; offline gives a clear message."""
+    from paperchat.ingestion.records import fetch_arxiv_pdf
+
+    if not paper_id:
+        return None, "Open a paper first."
+    p = core.library.catalog.get(paper_id)
+    if p is None:
+        return None, f"paper {paper_id} is not in the library"
+    if p.pdf_path:
+        return paper_id, "This paper's PDF is already ingested."
+    try:
+        path = fetch_arxiv_pdf(paper_id, core.settings.uploads_dir / "arxiv", core.settings.max_pdf_mb)
+    except PaperchatError as exc:
+        return None, str(exc)
+    return upload_pdf(core, str(path), paper_id=paper_id)
 
 
 # -- chat ---------------------------------------------------------------------------------------

@@ -1,0 +1,49 @@
+"""Write small real PDFs with text pages (Helvetica, one text object per line) for tests."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def make_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
+    """A PDF whose page i shows pages[i] (wrapped at 90 characters); the Info title when given."""
+    objs: list[bytes] = []
+    n_pages = len(pages)
+    font_id = 3 + 2 * n_pages
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
+    objs.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    objs.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
+    for i, text in enumerate(pages):
+        lines = [ln for para in text.split("\n") for ln in (textwrap.wrap(para, 90) or [""])]
+        ops = ["BT", "/F1 10 Tf", "12 TL", "50 760 Td"]
+        for ln in lines[:60]:
+            ops.append(f"({_esc(ln)}) Tj T*")
+        ops.append("ET")
+        stream = "\n".join(ops).encode("latin-1", "replace")
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode()
+        )
+        objs.append(b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream")
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    info_id = None
+    if title:
+        objs.append(f"<< /Title ({_esc(title)}) >>".encode())
+        info_id = len(objs)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    info = f" /Info {info_id} 0 R" if info_id else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    path.write_bytes(bytes(out))
+    return path

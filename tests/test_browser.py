@@ -1,0 +1,151 @@
+"""The app in a real browser: headless Debian Chromium driven by Playwright.
+
+Opens the app, opens a topic and checks the momentum figures against the store, presses J/J/K/S and
+checks the saved list, asks a topic question and follows a citation link, uploads a real PDF and asks
+about it, and checks that a hostile title renders as text. Screenshots go to test-artefacts/.
+`.ci/run` installs Debian's chromium; in CI a missing browser fails the test instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paperchat.library import Library
+from paperchat.qa import QA
+from paperchat.ui import handlers as h
+from tests.conftest import IN_CI, ROOT
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTEFACTS = ROOT / "test-artefacts"
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+]
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
+@pytest.fixture
+def app_url(built_library: Library) -> Iterator[tuple[str, h.Core]]:
+    from paperchat.ui.app import build_app
+
+    # a hostile title: must render as text everywhere (topic rows, paper view)
+    built_library.catalog._conn.execute("UPDATE papers SET title=? WHERE id='2004.04906'", (HOSTILE,))
+    built_library.catalog._conn.commit()
+    core = h.Core(built_library.settings, built_library, QA(built_library))
+    demo = build_app(built_library.settings, core)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", core
+    finally:
+        demo.close()
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        msg = "Debian chromium not installed (apt-get install -y chromium)"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from playwright.sync_api import sync_playwright
+
+    ARTEFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.set_default_timeout(30_000)
+        try:
+            yield pg
+        finally:
+            browser.close()
+
+
+def _shot(pg: Any, name: str) -> None:
+    pg.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.slow
+def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs: list[Path]) -> None:
+    url, core = app_url
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(url)
+    page.wait_for_selector(".pc-card")
+    _shot(page, "01-all-topics")
+
+    # -- topic page: momentum figures match the store ------------------------------------------
+    page.click('.pc-card a[href="#topic/rag"]')
+    head = page.wait_for_selector(".pc-momentum-box")
+    page.wait_for_selector(".pc-list .pc-row")
+    expected = h.topic_header(core, "rag")
+    m = expected["momentum"]
+    text = head.inner_text()
+    assert f"{m.recent} paper" in text, text
+    assert f"{m.share_pct:.1f}% of all new papers" in text, text
+    assert page.locator(".pc-momentum-box svg rect").count() == len(m.weekly)
+    _shot(page, "02-topic-page")
+
+    # -- keyboard: J J K selects the first row, S saves it -------------------------------------
+    rows = page.locator(".pc-list .pc-row")
+    first = rows.nth(0).get_attribute("data-paper")
+    page.locator("h3", has_text="Latest papers").click()  # focus the page, not a text box
+    for key in ("j", "j", "k"):
+        page.keyboard.press(key)
+    assert page.locator(".pc-row.pc-selected").get_attribute("data-paper") == first
+    page.keyboard.press("s")
+    page.wait_for_function("() => !!document.querySelector('.pc-row .pc-saved')")
+    assert core.library.catalog.saved() == [first]
+    # typing J in a text box moves nothing
+    filt = page.get_by_placeholder("Filter by title or author")
+    filt.click()
+    page.keyboard.press("j")
+    assert page.locator(".pc-row.pc-selected").get_attribute("data-paper") == first
+    filt.fill("")
+    _shot(page, "03-topic-selected-and-saved")
+
+    # -- ask about the topic: the answer cites papers of the topic, as links --------------------
+    q = page.get_by_placeholder("Ask about this topic ...")
+    q.fill("How do retrieval-augmented models use retrieved documents?")
+    q.press("Enter")
+    link = page.wait_for_selector('.pc-sources a[href^="#paper/"]')
+    page.wait_for_selector('[class*="message"] a[href^="#paper/"]', timeout=30_000)
+    topic_papers = set(core.library.catalog.topic_papers("rag"))
+    cited = {re.sub(r"^#paper/", "", a.get_attribute("href")).split("/")[0]
+             for a in page.locator('[class*="message"] a[href^="#paper/"]').all()}
+    assert cited and cited <= topic_papers, cited
+    assert link is not None
+    _shot(page, "04-topic-answer")
+
+    # -- the paper view through a citation; the hostile title is text ---------------------------
+    page.evaluate("location.hash = 'paper/2004.04906'")
+    page.wait_for_selector(".pc-paper h2, .pc-paper")
+    page.wait_for_function("() => document.body.innerText.includes('onerror=alert(1)')")
+    assert not dialogs and page.locator('img[src="x"]').count() == 0
+    _shot(page, "05-paper-view-hostile-title")
+
+    # -- upload a real PDF and ask about it -----------------------------------------------------
+    page.get_by_role("tab", name="Upload a PDF").click()
+    page.locator('input[type="file"]').first.set_input_files(str(five_pdfs[4]))  # Attention Is All You Need
+    page.wait_for_function("() => document.body.innerText.includes('Attention Is All You Need')", timeout=120_000)
+    pq = page.get_by_placeholder("Ask about this paper ...")
+    pq.fill("How many attention heads are used?")
+    pq.press("Enter")
+    page.wait_for_selector('[class*="message"] a[href^="#paper/1706.03762/"]', timeout=30_000)
+    _shot(page, "06-askpdf-upload")
+    assert not dialogs
