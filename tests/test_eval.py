@@ -71,3 +71,16 @@ def test_run_end_to_end_and_compare(built_library: Library, tmp_path: Path) -> N
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir)}
     r = subprocess.run([sys.executable, "-m", "paperchat.cli", "eval", "compare", str(out), str(out), "--fail-under", "answer.accuracy=1.01"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 1 and "FAIL: answer.accuracy" in r.stdout
+
+
+def test_abstention_sweep_hand_computed() -> None:
+    from paperchat.evaluation.calibrate import sweep
+
+    rows = [{"id": str(i), "unanswerable": False, "top_dense": d} for i, d in enumerate([0.3, 0.5, 0.6])]
+    rows.append({"id": "u", "unanswerable": True, "top_dense": 0.35})
+    res = sweep(rows, 0.0, 0.6, 0.05)
+    by_t = {r["threshold"]: r for r in res["table"]}
+    assert by_t[0.3]["decision_accuracy"] == 0.75  # nothing refused: 3 of 4 decisions right
+    assert by_t[0.4] == {"threshold": 0.4, "wrong_refusals": 1, "right_refusals": 1, "decision_accuracy": 0.75}
+    assert by_t[0.55]["wrong_refusals"] == 2
+    assert res["recommended"] == 0.3  # the highest threshold with the best accuracy and fewest wrong refusals

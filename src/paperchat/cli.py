@@ -260,6 +260,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
         text, code = runner.compare(Path(args.base), Path(args.new), bounds)
         print(text)
         return code
+    if args.eval_cmd == "calibrate":
+        from paperchat.evaluation.calibrate import sweep, top_scores
+        from paperchat.evaluation.questions import load_set
+
+        settings = _settings(args)
+        lib = _library(settings)
+        data = Path(args.data) if args.data else None
+        qs = [q for s in args.set for q in load_set(Path(s))[0]]
+        runner.prepare(lib, qs, data)
+        res = sweep(top_scores(lib, qs, data))
+        res["current"] = settings.retrieval.abstain_below
+        if args.json:
+            print(json.dumps(res))
+        else:
+            print(f"{res['answerable']} answerable, {res['unanswerable']} unanswerable questions")
+            print(f"lowest best-passage score of an answerable question: {res['answerable_min_top_dense']}")
+            print(f"best-passage scores of the unanswerable ones: {res['unanswerable_top_dense']}")
+            print("threshold  wrong refusals  right refusals  decision accuracy")
+            for r in res["table"][::5]:
+                print(f"{r['threshold']:>9.2f}  {r['wrong_refusals']:>14}  {r['right_refusals']:>14}  {r['decision_accuracy']:>17.3f}")
+            print(f"recommended PAPERCHAT_RETRIEVAL__ABSTAIN_BELOW={res['recommended']} (now {res['current']})")
+        return 0
     if args.eval_cmd == "beir":
         from paperchat.evaluation.beir import Bench, load_scifact, tune
         from paperchat.providers.embedders import get_embedder
@@ -368,6 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("base")
     cp.add_argument("new")
     cp.add_argument("--fail-under", action="append", help="metric=value, e.g. retrieval.recall@10=0.85")
+    cb = ev_sub.add_parser("calibrate", help="sweep the abstention threshold over question sets")
+    cb.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
+    cb.add_argument("--data", help="folder with pdfs/ and abstracts/ (ingested as needed)")
+    cb.add_argument("--json", action="store_true")
     bz = ev_sub.add_parser("beir", help="SciFact: BM25, dense and hybrid nDCG@10 / Recall@100 on the test claims")
     bz.add_argument("folder")
     bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
