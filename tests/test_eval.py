@@ -84,3 +84,27 @@ def test_abstention_sweep_hand_computed() -> None:
     assert by_t[0.4] == {"threshold": 0.4, "wrong_refusals": 1, "right_refusals": 1, "decision_accuracy": 0.75}
     assert by_t[0.55]["wrong_refusals"] == 2
     assert res["recommended"] == 0.3  # the highest threshold with the best accuracy and fewest wrong refusals
+
+
+def test_judge_grades_through_an_openai_endpoint(built_library: Library, tmp_path: Path) -> None:
+    from paperchat.errors import ConfigError
+    from tests.fake_llm import FakeLLM
+
+    rows = [json.loads(line) for line in open(SHARED / "eval" / "askpdf_dev.jsonl", encoding="utf-8")]
+    mine = [r for r in rows if r["pdf"] == "rag/2004.04906.pdf"][:2]
+    qset = tmp_path / "two.jsonl"
+    qset.write_text("".join(json.dumps(r) + "\n" for r in mine))
+    settings = built_library.settings
+    built_library.close()
+    with pytest.raises(ConfigError, match="PAPERCHAT_JUDGE"):
+        run([qset], settings, SHARED, None, judge=True)  # extractive answerer and no judge: a clear error
+    with FakeLLM('Sure: {"correct": 1, "faithful": 0.5, "why": "matches the reference"}') as llm:
+        judged = settings.model_copy(update={"judge": "openai:fake-judge", "llm_base_url": llm.url, "llm_max_retries": 0})
+        summary = run([qset], judged, SHARED, tmp_path / "judged", judge=True)
+        assert len(llm.requests) == 2 and "Reference answer" in json.dumps(llm.requests[0])
+    assert summary["judge"] == {"correct": 1.0, "faithful": 0.5} and summary["run"]["judge"] == "fake-judge"
+    assert summary["answer"]["accuracy"] is not None  # the usual metrics are still there
+    with FakeLLM("no json here") as llm:
+        bad = settings.model_copy(update={"judge": "openai:fake-judge", "llm_base_url": llm.url, "llm_max_retries": 0})
+        summary = run([qset], bad, SHARED, None, judge=True)
+    assert summary["judge"] == {"correct": None, "faithful": None}

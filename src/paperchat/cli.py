@@ -235,7 +235,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if out is not None and "PAPERCHAT_DATA_DIR" not in __import__("os").environ and not args.data_dir:
             # the store the run needs is cached beside the results, so a second run ingests nothing
             settings = settings.model_copy(update={"data_dir": out.parent / ".store"})
-        summary = runner.run([Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, args.answerer)
+        summary = runner.run([Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, args.answerer, args.judge)
         if out is not None:
             report.write_report(out)
         if args.json:
@@ -383,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     er.add_argument("--data", help="folder with pdfs/ and abstracts/ (ingested as needed)")
     er.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
     er.add_argument("--out", help="results folder")
+    er.add_argument("--judge", action="store_true", help="also grade correctness and faithfulness with an LLM (PAPERCHAT_JUDGE)")
     er.add_argument("--json", action="store_true", help="print summary.json")
     rp = ev_sub.add_parser("report", help="write report.md and report.html of a results folder")
     rp.add_argument("folder")

@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
     max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
+    judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")
     llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request")
     llm_max_retries: int = Field(default=2, ge=0, description="retries (with backoff) of a failed LLM request")

@@ -132,12 +132,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "accuracy": round(correct / len(rows), 4) if rows else None,
         },
         "citations": {k: _mean(rows, f"citations.{k}") for k in ("validity", "precision", "support")},
+        "judge": {k: _mean(rows, f"judge.{k}") for k in ("correct", "faithful")} if any("judge.correct" in r["metrics"] for r in rows) else None,
         "latency_ms": {"retrieve_p50": lat("retrieve", 50), "retrieve_p95": lat("retrieve", 95), "answer_p50": lat("answer", 50), "answer_p95": lat("answer", 95)},
     }
     return out
 
 
-def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out: Path | None = None, answerer: str | None = None) -> dict[str, Any]:
+def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out: Path | None = None, answerer: str | None = None, judge: bool = False) -> dict[str, Any]:
     """Run the sets; returns the summary (and writes the results folder when `out` is given)."""
     questions: list[Question] = []
     malformed: list[Failure] = []
@@ -154,6 +155,11 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     lib = Library(settings)
     ingest_failures = prepare(lib, questions, data)
     qa = QA(lib)
+    grader = None
+    if judge:
+        from paperchat.evaluation.judge import Judge
+
+        grader = Judge(settings)
     rows: list[dict[str, Any]] = []
     for q in questions:
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
@@ -167,6 +173,10 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
                 scope = Scope.for_topic(q.topic)
             ans = qa.ask(q.question, scope, k=EVAL_K)
             metrics, reasons = score(q, ans)
+            if grader is not None:
+                grades, why = grader.grade(q.question, q.gold_answer, ans.to_json(), {s.n: s.text for s in ans.sources})
+                metrics.update(grades)
+                reasons["judge"] = why
             row.update(answer=ans.to_json(), metrics=metrics, reasons=reasons, error=None)
         except PaperchatError as exc:
             row.update(answer=None, metrics={"answer.answered": 0.0, "answer.correct": 0.0}, reasons={}, error=str(exc))
@@ -184,6 +194,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
         "started": dt.datetime.now().isoformat(timespec="seconds"),
         "answerer": settings.answerer,
         "model": qa.answerer.model,
+        "judge": grader.model if grader is not None else None,
         "k": EVAL_K,
         "sets_sha256": shas,
         "code_version": code_version(),
@@ -209,7 +220,7 @@ def load_results(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def flat(summary: dict[str, Any]) -> dict[str, float]:
     """'retrieval.recall@10' -> value, for the headline groups."""
     out = {}
-    for group in ("retrieval", "answer", "citations", "latency_ms"):
+    for group in ("retrieval", "answer", "citations", "judge", "latency_ms"):
         for k, v in (summary.get(group) or {}).items():
             if isinstance(v, int | float):
                 out[f"{group}.{k}"] = float(v)
