@@ -10,8 +10,9 @@ def _esc(s: str) -> str:
     return s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def make_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
-    """A PDF whose page i shows pages[i] (wrapped at 90 characters); the Info title when given."""
+def make_pdf(path: Path, pages: list[str], title: str | None = None, page_extra: str = "") -> Path:
+    """A PDF whose page i shows pages[i] (wrapped at 90 characters); the Info title when given;
+    `page_extra` is raw PDF syntax added to every page dictionary (to build hostile files)."""
     objs: list[bytes] = []
     n_pages = len(pages)
     font_id = 3 + 2 * n_pages
@@ -26,7 +27,7 @@ def make_pdf(path: Path, pages: list[str], title: str | None = None) -> Path:
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1", "replace")
         objs.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode()
+            f"<< {page_extra} /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode()
         )
         objs.append(b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream")
     objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")

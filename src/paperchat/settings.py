@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(default=None, description="use a Chroma server (http://host:port) instead of the local store")
     pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
     max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
+    max_pdf_pages: int = Field(default=2000, gt=0, description="most pages accepted in one PDF")
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")

@@ -58,11 +58,13 @@ class PageChunker:
                 continue
             for doc in self._splitter.create_documents([page.text]):
                 text = doc.page_content
-                if len(text) < MIN_CHUNK_CHARS:
-                    continue
                 start = int(doc.metadata.get("start_index", -1))
                 if start < 0:
                     start = page.text.find(text)
+                if len(text) < MIN_CHUNK_CHARS:  # a short tail: widen it backwards, never drop its words
+                    end = max(start, 0) + len(text)
+                    start = max(0, end - MIN_CHUNK_CHARS)
+                    text = page.text[start:end]
                 cid = chunk_id(paper_id, "pdf", page.number, text)
                 if cid in seen:  # the same text twice on one page adds nothing
                     continue

@@ -60,14 +60,40 @@ def _title_from(meta_title: str | None, first_page_raw: str, path: Path) -> str:
     return path.stem
 
 
-def read_pdf(path: Path, max_mb: float = 50.0) -> ParsedPdf:
+def _open_reader(path: Path) -> Any:
+    """pypdf's reader; when the cross-reference table is damaged, once more with it ignored, so that pypdf
+    rebuilds it by scanning the objects (what most PDF viewers do)."""
+    import io
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path), strict=False)
+        if not reader.is_encrypted:  # (an encrypted file's pages can be read only after decrypting)
+            _ = len(reader.pages)
+        return reader
+    except PdfReadError as first:
+        data = path.read_bytes()
+        i = data.rfind(b"startxref")
+        if i < 0:
+            raise
+        try:
+            reader = PdfReader(io.BytesIO(data[:i] + b"startxref\n0\n%%EOF\n"), strict=False)
+            _ = len(reader.pages)
+        except Exception:
+            raise first from None
+        return reader
+
+
+def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedPdf:
     """Parse one PDF into cleaned pages; raises SourceError with the reason when it cannot."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     check_pdf_file(path, max_mb)
     try:
-        reader = PdfReader(str(path), strict=False)
+        reader = _open_reader(path)
         if reader.is_encrypted:
             try:
                 ok = reader.decrypt("")
@@ -76,6 +102,8 @@ def read_pdf(path: Path, max_mb: float = 50.0) -> ParsedPdf:
             if not ok:
                 raise SourceError("the PDF is encrypted with a password", "save a copy without the password")
         n = len(reader.pages)
+        if n > max_pages:
+            raise SourceError(f"the PDF has {n} pages, over the {max_pages} page limit (a book or a proceedings volume?)", "split it, or raise PAPERCHAT_MAX_PDF_PAGES")
         pages: list[Page] = []
         first_raw = ""
         for i in range(n):
@@ -96,6 +124,11 @@ def read_pdf(path: Path, max_mb: float = 50.0) -> ParsedPdf:
     except RecursionError as exc:
         raise SourceError("the PDF's objects are nested too deeply to parse", "re-save the PDF with another tool") from exc
     except (PdfReadError, ValueError, KeyError, TypeError, OSError, AssertionError, IndexError) as exc:
+        cause: BaseException | None = exc
+        while cause is not None:  # pypdf wraps a RecursionError from deeply nested objects
+            if isinstance(cause, RecursionError):
+                raise SourceError("the PDF's objects are nested too deeply to parse", "re-save the PDF with another tool") from exc
+            cause = cause.__cause__ or cause.__context__
         raise SourceError(f"the PDF is damaged or truncated ({type(exc).__name__}: {exc})", "download it again") from exc
     if n == 0:
         raise SourceError("the PDF has no pages", "download it again")
@@ -115,9 +148,9 @@ def read_pdf(path: Path, max_mb: float = 50.0) -> ParsedPdf:
     )
 
 
-def _worker(path: str, max_mb: float) -> ParsedPdf | tuple[str, str]:
+def _worker(path: str, max_mb: float, max_pages: int) -> ParsedPdf | tuple[str, str]:
     try:
-        return read_pdf(Path(path), max_mb)
+        return read_pdf(Path(path), max_mb, max_pages)
     except SourceError as exc:
         return ("error", str(exc))
     except Exception as exc:  # anything else pypdf throws: report, never crash the batch
@@ -131,7 +164,7 @@ class ParseResult:
     error: str | None
 
 
-def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: int = 1) -> Iterator[ParseResult]:
+def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: int = 1, max_pages: int = 2000) -> Iterator[ParseResult]:
     """Parse PDFs in worker processes, yielding results in input order.
 
     A file that takes longer than `timeout_s` is reported as failed; its worker is killed and the pool is
@@ -142,7 +175,7 @@ def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: 
     pending = list(paths)
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-        futures = [pool.submit(_worker, str(p), max_mb) for p in pending]
+        futures = [pool.submit(_worker, str(p), max_mb, max_pages) for p in pending]
         restart_from: int | None = None
         for i, (path, fut) in enumerate(zip(pending, futures, strict=True)):
             try:
@@ -189,12 +222,14 @@ def find_pdfs(inputs: Sequence[Path]) -> tuple[list[Path], list[tuple[str, str]]
     return out, missing
 
 
-def load_sidecars(files: Sequence[Path]) -> dict[str, dict[str, Any]]:
-    """Metadata from `metadata.json` files beside the PDFs (or one folder up), keyed by resolved path.
+def load_sidecars(files: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
+    """Metadata from `metadata.json` files beside the PDFs (or one folder up), keyed by resolved path,
+    and the sidecars that could not be used (path, reason): their PDFs are still ingested from their text.
 
     The format is the shared data set's: a list of {file, arxiv_id, title, authors, abstract, version_date}.
     """
     out: dict[str, dict[str, Any]] = {}
+    problems: list[tuple[str, str]] = []
     checked: set[Path] = set()
     for f in files:
         for folder in (f.parent, f.parent.parent):
@@ -203,12 +238,20 @@ def load_sidecars(files: Sequence[Path]) -> dict[str, dict[str, Any]]:
                 continue
             checked.add(meta_path)
             try:
-                entries = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                entries = json.loads(meta_path.read_bytes().decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                problems.append((str(meta_path), f"metadata ignored: not UTF-8 (byte {exc.start}); the PDFs are read from their own text"))
+                continue
+            except ValueError as exc:
+                problems.append((str(meta_path), f"metadata ignored: malformed JSON ({exc}); the PDFs are read from their own text"))
+                continue
+            except OSError as exc:
+                problems.append((str(meta_path), f"metadata ignored: cannot read it ({exc.strerror})"))
                 continue
             if not isinstance(entries, list):
+                problems.append((str(meta_path), "metadata ignored: expected a JSON list of {file, title, ...} objects"))
                 continue
             for e in entries:
                 if isinstance(e, dict) and isinstance(e.get("file"), str):
                     out[str((folder / e["file"]).resolve())] = e
-    return out
+    return out, problems

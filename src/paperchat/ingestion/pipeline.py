@@ -187,7 +187,8 @@ class Ingester:
         report = IngestReport()
         files, missing = find_pdfs(inputs)
         report.failed.extend(Failure(s, r) for s, r in missing)
-        sidecars = load_sidecars(files)
+        sidecars, problems = load_sidecars(files)
+        report.failed.extend(Failure(src, why) for src, why in problems)
         signature = f"{self.settings.chunk_size}/{self.settings.chunk_overlap}"
         to_parse: list[Path] = []
         shas: dict[Path, str] = {}
@@ -209,7 +210,7 @@ class Ingester:
         if to_parse:
             self.lib.store.record_chunking()
         workers = 1 if len(to_parse) < 4 else 2
-        for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers):
+        for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers, self.settings.max_pdf_pages):
             if res.pdf is None:
                 report.failed.append(Failure(str(res.path), res.error or "unknown error"))
                 continue

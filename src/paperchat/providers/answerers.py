@@ -156,9 +156,11 @@ class OpenAIAnswerer:
         return [("system", SYSTEM_PROMPT), ("user", USER_TEMPLATE.format(question=question, sources=format_sources(sources)))]
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        finished = False
         try:
             for chunk in self.llm.stream(self.messages(question, sources)):
                 text = chunk.content if isinstance(chunk.content, str) else ""
+                finished = finished or bool(chunk.response_metadata.get("finish_reason"))
                 if text:
                     yield text
         except Exception as exc:  # openai/httpx raise many types; all mean "the endpoint failed"
@@ -167,6 +169,11 @@ class OpenAIAnswerer:
                 f"the LLM endpoint {where} failed ({type(exc).__name__}: {str(exc)[:200]})",
                 "check that the server is running and the model name is right",
             ) from exc
+        if not finished:
+            raise AnswererError(
+                f"the LLM endpoint {self.base_url or 'api.openai.com'} cut the answer off midway (no end of stream)",
+                "check the server's logs; the answer below is the extractive one",
+            )
 
     def complete(self, prompt: str) -> str:
         """One non-streamed completion (used to rewrite follow-up questions)."""

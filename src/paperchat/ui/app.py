@@ -191,11 +191,8 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
     return demo
 
 
-def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) -> None:
-    """Open the library (ingesting the bundled demo corpus on first start) and launch the app on
-    settings.host/port (GRADIO_SERVER_PORT honoured); other hosts need PAPERCHAT_AUTH unless insecure."""
-    import os
-
+def exposure_auth(settings: Settings, insecure: bool = False) -> tuple[str, str] | None:
+    """Gradio auth from PAPERCHAT_AUTH; serving beyond loopback without it is refused unless insecure."""
     from paperchat.errors import ConfigError
 
     auth = None
@@ -209,6 +206,15 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
             f"refusing to serve on {settings.host} without a password",
             "set PAPERCHAT_AUTH=user:password, or pass --insecure if the network is trusted",
         )
+    return auth
+
+
+def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) -> None:
+    """Open the library (ingesting the bundled demo corpus on first start) and launch the app on
+    settings.host/port (GRADIO_SERVER_PORT honoured); other hosts need PAPERCHAT_AUTH unless insecure."""
+    import os
+
+    auth = exposure_auth(settings, insecure)
     port = settings.port or int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     core = h.Core.open(settings)
     if demo_corpus:

@@ -1,0 +1,332 @@
+"""Reliability and security: a corpus of broken inputs (most made from real PDFs), property tests,
+seeded SIGKILL trials, a killed app's Following/Saved database, faulty LLM endpoints, exposure rules.
+
+Each row of RELIABILITY.md names the test here that reproduces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pypdf import PdfWriter
+
+from paperchat.citations import parse_citations, strip_invalid
+from paperchat.errors import ConfigError
+from paperchat.ingestion.chunking import PageChunker
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.records import read_records
+from paperchat.ingestion.text import clean_text
+from paperchat.library import Library
+from paperchat.prompts import CANNOT_ANSWER
+from paperchat.providers.answerers import OpenAIAnswerer
+from paperchat.qa import QA
+from paperchat.types import Page, Scope
+from tests.conftest import ROOT, CountingEmbedder, make_settings, read_sample
+from tests.fake_llm import FakeLLM
+from tests.pdfmaker import make_pdf
+
+# -- a corpus of broken PDFs -----------------------------------------------------------------------
+
+
+def broken_pdfs(real: Path, tmp: Path) -> dict[str, tuple[Path, str | None]]:
+    """name -> (file, words the failure reason must contain; None when the file must be ingested)."""
+    data = real.read_bytes()
+    out: dict[str, tuple[Path, str | None]] = {}
+
+    def put(name: str, body: bytes, why: str | None) -> None:
+        path = tmp / f"{name}.pdf"
+        path.write_bytes(body)
+        out[name] = (path, why)
+
+    put("truncated", data[: len(data) // 3], "damaged or truncated")
+    put("zero-bytes", b"", "empty")
+    put("html-saved-as-pdf", b"<!DOCTYPE html><html><body>Access denied</body></html>", "HTML")
+    # corrupted xref: the startxref offset points at garbage; pypdf rebuilds the table from the objects
+    i = data.rfind(b"startxref")
+    put("corrupted-xref", data[:i] + b"startxref\n999999999\n%%EOF\n", None)
+    xref = data.find(b"\nxref")
+    if xref > 0:  # and a PDF whose xref table itself is overwritten
+        put("garbled-xref-table", data[:xref] + b"\nxref\n0 9\nGARBAGEGARBAGE\n" + data[xref + 40 :], None)
+    for name, user in (("encrypted-with-password", "secret"), ("encrypted-no-password", "")):
+        w = PdfWriter(clone_from=str(real))
+        w.encrypt(user_password=user, owner_password="owner", algorithm="AES-128")
+        path = tmp / f"{name}.pdf"
+        with open(path, "wb") as fh:
+            w.write(fh)
+        out[name] = (path, "password" if user else None)
+    blank = PdfWriter()
+    for _ in range(3):
+        blank.add_blank_page(width=612, height=792)
+    path = tmp / "image-only.pdf"
+    with open(path, "wb") as fh:
+        blank.write(fh)
+    out["image-only"] = (path, "no extractable text")
+    out["thousands-of-pages"] = (make_pdf(tmp / "thousands-of-pages.pdf", [f"Page {i} of a proceedings volume." for i in range(3000)]), "page limit")
+    deep = "[" * 5000 + "]" * 5000
+    out["deeply-nested"] = (make_pdf(tmp / "deeply-nested.pdf", ["Text long enough to be a page of a paper. " * 5], page_extra=f"/Deep {deep}"), "nested too deeply")
+    put("over-size-limit", data + b"\n%" + b"x" * (4 * 1024 * 1024), "over the 4 MB limit")
+    return out
+
+
+def test_broken_pdf_corpus_in_one_batch(library: Library, five_pdfs: list[Path], tmp_path: Path) -> None:
+    real = five_pdfs[2]  # 2302.07302: a real 10-page paper
+    good = five_pdfs[0]
+    corpus = broken_pdfs(real, tmp_path)
+    library.settings.max_pdf_mb = 4.0
+    before = library.store.count()
+    rep = Ingester(library).ingest_pdfs([good, *(p for p, _ in corpus.values())])
+    failed = {Path(f.source).stem: f.reason for f in rep.failed}
+    for name, (_path, why) in corpus.items():
+        if why is None:
+            assert name not in failed, (name, failed.get(name))
+        else:
+            assert name in failed, f"{name} should have failed"
+            assert why in failed[name], (name, failed[name])
+    # the good file and the recoverable ones are in; the failures left nothing behind
+    ingested = {Path(p.pdf_path).stem for p in library.catalog.iter_papers() if p.pdf_path}
+    assert Path(good).stem in ingested
+    assert not ingested & set(failed)
+    # the recoverable ones are copies of one real paper: same content hash per text, one paper each
+    assert library.store.count() > before
+    ids = [i for page, _d, _m, _v in library.store.iter_all() for i in page]
+    assert len(ids) == len(set(ids))
+
+
+def test_parser_time_limit_stops_a_slow_file(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+    slow = make_pdf(tmp_path / "slow.pdf", [f"Page {i}: " + "words of a long book " * 30 for i in range(6000)])
+    library.settings.max_pdf_pages = 10_000
+    library.settings.pdf_timeout_s = 1.0
+    t0 = time.perf_counter()
+    rep = Ingester(library).ingest_pdfs([slow, five_pdfs[2]])
+    assert time.perf_counter() - t0 < 60
+    reasons = {Path(f.source).name: f.reason for f in rep.failed}
+    assert "longer than 1 s" in reasons["slow.pdf"]
+    assert rep.papers == 1  # the next file was still ingested
+
+
+def test_bad_metadata_sidecars(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+    for name, body in (("bad-utf8", b'[{"file": "p.pdf", "title": "\xff\xfe bad"}]'), ("bad-json", b'[{"file": "p.pdf", "title": ')):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "p.pdf").write_bytes(five_pdfs[2].read_bytes())
+        (folder / "metadata.json").write_bytes(body)
+        rep = Ingester(library).ingest_pdfs([folder])
+        assert rep.papers == 1 or rep.papers_skipped == 1  # the PDF is still read from its own text
+        (why,) = [f.reason for f in rep.failed if f.source.endswith("metadata.json")]
+        assert ("not UTF-8" if name == "bad-utf8" else "malformed JSON") in why
+
+
+def test_bad_records_in_one_batch(library: Library, tmp_path: Path, shared: Path) -> None:
+    real = [json.loads(line) for line in read_sample(3)]
+    lines = [json.dumps(real[0]), "{not json", json.dumps({**real[1], "abstract": ""}), json.dumps(real[0]),
+             json.dumps({**real[2], "abstract": "word " * 220_000}), json.dumps(real[2])]
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(("\n".join(lines) + "\n").encode() + b'{"id": "x\xff"}\n')
+    rep = Ingester(library).ingest_records(read_records(src))
+    assert rep.papers == 2 and library.catalog.count() == 2
+    reasons = " | ".join(f.reason for f in rep.failed)
+    for words in ("JSON", "abstract", "duplicate", "UTF-8"):
+        assert words.lower() in reasons.lower(), (words, reasons)
+
+
+# -- property tests --------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_clean_text_properties(text: str) -> None:
+    once = clean_text(text)
+    assert clean_text(once) == once  # idempotent
+    assert "  " not in once and "\ufb01" not in once and once == once.strip()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=1500), min_size=1, max_size=4),
+       st.integers(200, 800), st.integers(0, 150))
+def test_chunker_properties(texts: list[str], size: int, overlap: int) -> None:
+    pages = [Page(number=i + 1, text=clean_text(t)) for i, t in enumerate(texts)]
+    chunks = PageChunker(size, overlap).chunk_pages("p", pages)
+    for c in chunks:
+        page = pages[c.page - 1]  # type: ignore[operator]
+        assert page.text[c.start : c.end] == c.text and 0 < len(c.text) <= size
+    assert len({c.id for c in chunks}) == len(chunks)
+    for p in pages:  # no text is lost: every non-space character of a page is inside a chunk of it
+        if len(p.text) < 40:
+            continue  # pages this short are skipped on purpose
+        covered = [False] * len(p.text)
+        for c in chunks:
+            if c.page == p.number:
+                covered[c.start : c.end] = [True] * (c.end - c.start)
+        assert all(covered[i] or ch.isspace() for i, ch in enumerate(p.text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("[]0123456789,- abc\"\u201c\u201d")), max_size=80), st.sets(st.integers(1, 12), max_size=6))
+def test_strip_invalid_properties(text: str, offered: set[int]) -> None:
+    cleaned, dropped = strip_invalid(text, offered)
+    assert set(parse_citations(cleaned)) <= offered
+    assert not set(dropped) & offered
+
+
+# -- kill -9 at random points (seeded) -------------------------------------------------------------
+
+CHILD = """
+import sys
+from pathlib import Path
+from paperchat.settings import Settings
+from paperchat.library import Library
+from paperchat.ingestion.pipeline import Ingester
+import paperchat.ingestion.pipeline as pl
+pl.PAPER_BATCH = 8
+from paperchat.ingestion.records import read_records
+lib = Library(Settings(data_dir=Path(sys.argv[1])))
+lib.embedder.embed(["warm up"])
+print("ready", flush=True)
+Ingester(lib).ingest_records(read_records(Path(sys.argv[2])))
+print("done", flush=True)
+"""
+
+
+def _ids(lib: Library) -> tuple[list[str], list[str]]:
+    ids = [i for page, _d, _m, _v in lib.store.iter_all() for i in page]
+    return ids, sorted(lib.ready_lexical().ids)
+
+
+@pytest.mark.slow
+def test_sigkill_trials_seeded(tmp_path: Path, shared: Path, embedder: CountingEmbedder) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(read_sample(48, step=211)))
+    ref = Library(make_settings(tmp_path / "ref"), embedder=embedder)  # type: ignore[arg-type]
+    Ingester(ref).ingest_records(read_records(src))
+    want, _ = _ids(ref)
+    ref.close()
+    rng = random.Random(20261202)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    outcomes = []
+    for trial in range(10):
+        data = tmp_path / f"t{trial}"
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(src)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.0, 2.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        lib = Library(make_settings(data), embedder=embedder)  # type: ignore[arg-type]
+        partial, _ = _ids(lib)
+        outcomes.append(len(partial))
+        Ingester(lib).ingest_records(read_records(src))  # the rerun
+        ids, lex = _ids(lib)
+        lib.close()
+        assert len(ids) == len(set(ids)), f"trial {trial}: duplicates"
+        assert sorted(ids) == sorted(want) == lex, f"trial {trial}: differs from the uninterrupted run"
+    assert len(set(outcomes)) >= 3, outcomes  # the kills landed at different points
+
+
+APP_CHILD = """
+import os, signal, sys
+from pathlib import Path
+from paperchat.settings import Settings
+from paperchat.catalog import Catalog
+c = Catalog(Path(sys.argv[1]) / "catalog.sqlite")
+c.follow("rag")
+c.save("2005.11401")
+print("written", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_following_and_saved_survive_a_kill(tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    data.mkdir()
+    r = subprocess.run([sys.executable, "-c", APP_CHILD, str(data)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == -signal.SIGKILL and "written" in r.stdout, r.stderr
+    from paperchat.catalog import Catalog
+
+    c = Catalog(data / "catalog.sqlite")
+    assert c.followed() == ["rag"] and c.saved() == ["2005.11401"]
+
+
+# -- faulty LLM endpoints --------------------------------------------------------------------------
+
+
+def _closed_port_url() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.mark.parametrize("mode", ["refused", "hang", "429", "500", "cut"])
+def test_llm_faults_fall_back_to_extractive(built_library: Library, mode: str) -> None:
+    retries = 2
+    with FakeLLM("Negatives come from BM25 [1] and in-batch passages [2] of the same batch.", mode=mode if mode != "refused" else "ok") as llm:
+        url = _closed_port_url() if mode == "refused" else llm.url
+        qa = QA(built_library, answerer=OpenAIAnswerer("fake", url, timeout=2.0, max_retries=retries))
+        t0 = time.perf_counter()
+        ans = qa.ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+        took = time.perf_counter() - t0
+    assert ans.fallback and "extractive" in ans.fallback and ans.answerer == "extractive", ans.fallback
+    assert ans.citations and "Traceback" not in ans.answer and "Traceback" not in ans.fallback
+    if mode in ("429", "500"):
+        assert len(llm.requests) == 1 + retries  # bounded retries, then the fallback
+    assert took < 30  # hang: bounded by the timeout and the retries
+
+
+def test_llm_without_or_with_invalid_citations(built_library: Library) -> None:
+    with FakeLLM("Negatives are chosen with care.") as llm:
+        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+    assert ans.uncited and not ans.citations and not ans.fallback
+    with FakeLLM("Negatives come from BM25 [14] and [0] and [3-40].") as llm:
+        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"), k=5)
+    assert all(c.n <= 5 for c in ans.citations) and 14 in ans.dropped_citations
+    with FakeLLM(CANNOT_ANSWER) as llm:
+        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+    assert ans.abstained and not ans.uncited
+
+
+# -- exposure and uploads ---------------------------------------------------------------------------
+
+
+def test_serving_beyond_loopback_needs_a_password(tmp_path: Path) -> None:
+    from paperchat.ui.app import exposure_auth
+
+    s = make_settings(tmp_path)
+    assert s.host == "127.0.0.1" and exposure_auth(s) is None
+    open_ = make_settings(tmp_path, host="0.0.0.0")
+    with pytest.raises(ConfigError, match="without a password"):
+        exposure_auth(open_)
+    assert exposure_auth(open_, insecure=True) is None
+    assert exposure_auth(make_settings(tmp_path, host="0.0.0.0", auth="alice:s3cret")) == ("alice", "s3cret")
+    with pytest.raises(ConfigError):
+        exposure_auth(make_settings(tmp_path, host="0.0.0.0", auth="alice"))
+    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "serve"], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "PAPERCHAT_DATA_DIR": str(tmp_path / "d"), "PAPERCHAT_HOST": "0.0.0.0"})
+    assert r.returncode != 0 and "without a password" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_upload_names_are_never_paths(built_library: Library, five_pdfs: list[Path], tmp_path: Path) -> None:
+    from paperchat.ui import handlers as h
+
+    core = h.Core(built_library.settings, built_library, QA(built_library))
+    evil_dir = tmp_path / "..%2F..%2Fetc"
+    evil_dir.mkdir()
+    evil = evil_dir / "..;rm -rf ~;.pdf"
+    evil.write_bytes(make_pdf(tmp_path / "x.pdf", ["A harmless paper about sparse attention and routing in transformers. " * 4]).read_bytes())
+    pid, msg = h.upload_pdf(core, str(evil))
+    assert pid, msg
+    stored = Path(core.library.catalog.get(pid).pdf_path)  # type: ignore[union-attr]
+    assert stored.parent == core.settings.uploads_dir and len(stored.stem) == 64  # sha256 name
+    built_library.settings.max_pdf_mb = 0.01
+    pid, msg = h.upload_pdf(core, str(five_pdfs[1]))
+    assert pid is None and "limit" in msg
