@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,103 +49,20 @@ class Tokenizer:
         return [self(t) for t in texts]
 
 
-class LexicalIndex:
-    """BM25 over every chunk of the store, with per-chunk arrays for scope masks."""
+class LexicalSnapshot:
+    """One built index, loaded: never changes after loading, so a query sees consistent arrays even while
+    another thread swaps in a newer snapshot."""
 
-    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.6) -> None:
-        self.root = root
-        self.k1 = k1
-        self.b = b
-        self.tokenizer = Tokenizer()
-        self._model: Any = None
-        self.ids: list[str] = []
-        self.paper_ids: np.ndarray = np.array([], dtype=object)
-        self.dates: np.ndarray = np.array([], dtype=np.int32)
-        self.topic_masks: dict[str, np.ndarray] = {}
-        self._by_paper: dict[str, np.ndarray] = {}
-        self.loaded_from: str | None = None
-
-    # -- state on disk --------------------------------------------------------------------------
-
-    @property
-    def dirty_marker(self) -> Path:
-        return self.root / "DIRTY"
-
-    def mark_dirty(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.dirty_marker.touch()
-
-    def is_dirty(self) -> bool:
-        return self.dirty_marker.exists()
-
-    def _current_dir(self) -> Path | None:
-        pointer = self.root / "CURRENT"
-        if not pointer.exists():
-            return None
-        path = self.root / pointer.read_text().strip()
-        return path if path.is_dir() else None
-
-    # -- build and load -------------------------------------------------------------------------
-
-    def rebuild(self, store: VectorStore) -> None:
-        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker."""
+    def __init__(self, path: Path, tokenizer: Tokenizer) -> None:
         import bm25s
 
-        ids: list[str] = []
-        tokens: list[list[str]] = []
-        papers: list[str] = []
-        dates: list[int] = []
-        topics: dict[str, list[int]] = {}
-        for page_ids, docs, metas, _ in store.iter_all():
-            for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
-                idx = len(ids)
-                ids.append(cid)
-                tokens.append(self.tokenizer(doc or ""))
-                papers.append(str(meta.get("paper_id", "")))
-                dates.append(int(meta.get("date", 0)))
-                for key, val in meta.items():
-                    if key.startswith(TOPIC_PREFIX) and val:
-                        topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
-        self.root.mkdir(parents=True, exist_ok=True)
-        name = f"idx-{time.time_ns()}"
-        target = self.root / name
-        target.mkdir()
-        if ids:
-            model = bm25s.BM25(k1=self.k1, b=self.b)
-            model.index(tokens, show_progress=False)
-            model.save(str(target / "bm25"), show_progress=False)
-        np.save(target / "dates.npy", np.asarray(dates, dtype=np.int32))
-        (target / "ids.json").write_text(json.dumps(ids))
-        (target / "papers.json").write_text(json.dumps(papers))
-        (target / "topics.json").write_text(json.dumps(topics))
-        tmp = self.root / "CURRENT.tmp"
-        tmp.write_text(name)
-        os.replace(tmp, self.root / "CURRENT")
-        for old in self.root.glob("idx-*"):
-            if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
-        self.dirty_marker.unlink(missing_ok=True)
-        self._load_dir(target)
-
-    def ensure(self, store: VectorStore) -> None:
-        """Load the index, rebuilding it first when it is missing, dirty or out of step with the store."""
-        current = self._current_dir()
-        if current is None or self.is_dirty():
-            self.rebuild(store)
-            return
-        if self.loaded_from != current.name:
-            self._load_dir(current)
-        if len(self.ids) != store.count():
-            self.rebuild(store)
-
-    def _load_dir(self, path: Path) -> None:
-        import bm25s
-
-        self.ids = json.loads((path / "ids.json").read_text())
+        self.name = path.name
+        self.tokenizer = tokenizer
+        self.ids: list[str] = json.loads((path / "ids.json").read_text())
         self.paper_ids = np.asarray(json.loads((path / "papers.json").read_text()), dtype=object)
         self.dates = np.load(path / "dates.npy")
         n = len(self.ids)
-        self.topic_masks = {}
+        self.topic_masks: dict[str, np.ndarray] = {}
         for slug, idxs in json.loads((path / "topics.json").read_text()).items():
             mask = np.zeros(n, dtype=bool)
             mask[np.asarray(idxs, dtype=np.int64)] = True
@@ -153,8 +71,7 @@ class LexicalIndex:
         for i, pid in enumerate(self.paper_ids):
             by_paper.setdefault(pid, []).append(i)
         self._by_paper = {k: np.asarray(v, dtype=np.int64) for k, v in by_paper.items()}
-        self._model = bm25s.BM25.load(str(path / "bm25"), mmap=True, show_progress=False) if n else None
-        self.loaded_from = path.name
+        self._model: Any = bm25s.BM25.load(str(path / "bm25"), mmap=True, show_progress=False) if n else None
 
     # -- search ---------------------------------------------------------------------------------
 
@@ -194,3 +111,114 @@ class LexicalIndex:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+class LexicalIndex:
+    """BM25 over every chunk of the store, persisted beside it, served as immutable snapshots.
+
+    Thread-safe: one lock guards loading and rebuilding. While an ingest in this process is writing (from
+    `mark_dirty` to the `rebuild` at its end) queries keep the last consistent snapshot instead of
+    rebuilding per query; a DIRTY marker found at start (a killed ingest) makes the next `ensure` rebuild.
+    """
+
+    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.6) -> None:
+        self.root = root
+        self.k1 = k1
+        self.b = b
+        self.tokenizer = Tokenizer()
+        self._snap: LexicalSnapshot | None = None
+        self._lock = threading.RLock()
+        self._writing = False
+
+    # -- state on disk --------------------------------------------------------------------------
+
+    @property
+    def dirty_marker(self) -> Path:
+        return self.root / "DIRTY"
+
+    def mark_dirty(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.dirty_marker.touch()
+        self._writing = True
+
+    def is_dirty(self) -> bool:
+        return self.dirty_marker.exists()
+
+    def _current_dir(self) -> Path | None:
+        pointer = self.root / "CURRENT"
+        if not pointer.exists():
+            return None
+        path = self.root / pointer.read_text().strip()
+        return path if path.is_dir() else None
+
+    # -- build and load -------------------------------------------------------------------------
+
+    def rebuild(self, store: VectorStore) -> LexicalSnapshot:
+        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker."""
+        with self._lock:
+            return self._rebuild(store)
+
+    def _rebuild(self, store: VectorStore) -> LexicalSnapshot:
+        import bm25s
+
+        ids: list[str] = []
+        tokens: list[list[str]] = []
+        papers: list[str] = []
+        dates: list[int] = []
+        topics: dict[str, list[int]] = {}
+        for page_ids, docs, metas, _ in store.iter_all():
+            for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
+                idx = len(ids)
+                ids.append(cid)
+                tokens.append(self.tokenizer(doc or ""))
+                papers.append(str(meta.get("paper_id", "")))
+                dates.append(int(meta.get("date", 0)))
+                for key, val in meta.items():
+                    if key.startswith(TOPIC_PREFIX) and val:
+                        topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
+        self.root.mkdir(parents=True, exist_ok=True)
+        name = f"idx-{time.time_ns()}"
+        target = self.root / name
+        target.mkdir()
+        if ids:
+            model = bm25s.BM25(k1=self.k1, b=self.b)
+            model.index(tokens, show_progress=False)
+            model.save(str(target / "bm25"), show_progress=False)
+        np.save(target / "dates.npy", np.asarray(dates, dtype=np.int32))
+        (target / "ids.json").write_text(json.dumps(ids))
+        (target / "papers.json").write_text(json.dumps(papers))
+        (target / "topics.json").write_text(json.dumps(topics))
+        snap = LexicalSnapshot(target, self.tokenizer)
+        tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
+        tmp.write_text(name)
+        os.replace(tmp, self.root / "CURRENT")
+        self.dirty_marker.unlink(missing_ok=True)
+        self._writing = False
+        self._snap = snap
+        # older builds go; a snapshot loaded from one keeps working (its files are memory-mapped)
+        for old in self.root.glob("idx-*"):
+            if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        return snap
+
+    def ensure(self, store: VectorStore) -> LexicalSnapshot:
+        """The current snapshot, loading it, or rebuilding it first when it is missing, dirty or out of
+        step with the store (but not while an ingest in this process is still writing)."""
+        snap = self._snap
+        if self._writing and snap is not None:
+            return snap
+        with self._lock:
+            snap = self._snap
+            if self._writing and snap is not None:
+                return snap
+            current = self._current_dir()
+            if current is None or self.is_dirty():
+                return self._rebuild(store)
+            if snap is None or snap.name != current.name:
+                try:
+                    snap = self._snap = LexicalSnapshot(current, self.tokenizer)
+                except FileNotFoundError:  # another process replaced it meanwhile
+                    return self._rebuild(store)
+            if len(snap.ids) != store.count():
+                return self._rebuild(store)
+            return snap

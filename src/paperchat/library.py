@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from paperchat.catalog import Catalog
-from paperchat.lexical import LexicalIndex
+from paperchat.lexical import LexicalIndex, LexicalSnapshot
 from paperchat.providers.embedders import Embedder, get_embedder
 from paperchat.settings import Settings
 from paperchat.store import TOPIC_PREFIX, VectorStore, topic_key
@@ -80,6 +80,6 @@ class Library:
         data = json.loads(path.read_text())
         self.catalog.set_meta(WEEKLY_COUNTS_KEY, json.dumps({str(k): int(v) for k, v in data.items()}))
 
-    def ready_lexical(self) -> LexicalIndex:
-        self.lexical.ensure(self.store)
-        return self.lexical
+    def ready_lexical(self) -> LexicalSnapshot:
+        """The lexical index, consistent with the store (see LexicalIndex.ensure)."""
+        return self.lexical.ensure(self.store)
