@@ -9,4 +9,19 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
 fi
 source scripts/env.sh
 export PAPERCHAT_TEST_DATA=${PAPERCHAT_TEST_DATA:-$(cd .. && pwd)/shared/data}
-exec .venv/bin/python -m pytest "$@"
+
+# a real Chroma server on a free loopback port with a temporary path, for tests/test_chroma_server.py;
+# stopped by its process id when the tests end
+chroma_dir=$(mktemp -d)
+chroma_port=$(.venv/bin/python -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+.venv/bin/chroma run --path "$chroma_dir" --host 127.0.0.1 --port "$chroma_port" >"$chroma_dir.log" 2>&1 &
+chroma_pid=$!
+trap 'kill "$chroma_pid" 2>/dev/null; wait "$chroma_pid" 2>/dev/null; rm -rf "$chroma_dir" "$chroma_dir.log"' EXIT
+for _ in $(seq 1 120); do
+  if .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1] + '/api/v2/heartbeat', timeout=1)" "http://127.0.0.1:$chroma_port" 2>/dev/null; then
+    break
+  fi
+  sleep 0.5
+done
+export PAPERCHAT_TEST_CHROMA_URL="http://127.0.0.1:$chroma_port"
+.venv/bin/python -m pytest "$@"
