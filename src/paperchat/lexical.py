@@ -72,6 +72,33 @@ class LexicalSnapshot:
             by_paper.setdefault(pid, []).append(i)
         self._by_paper = {k: np.asarray(v, dtype=np.int64) for k, v in by_paper.items()}
         self._model: Any = bm25s.BM25.load(str(path / "bm25"), mmap=True, show_progress=False) if n else None
+        vec_path = path / "vectors.npy"
+        self.vectors: np.ndarray | None = np.load(vec_path) if vec_path.exists() else None
+        self.pos: dict[str, int] = {cid: i for i, cid in enumerate(self.ids)}
+
+    def dense(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Exact nearest chunks by cosine (the vectors are normalised) inside the mask, best first."""
+        if self.vectors is None or not self.ids:
+            return []
+        if mask is None:
+            rows = None
+            scores = self.vectors @ query_vector
+        else:
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                return []
+            scores = self.vectors[rows] @ query_vector
+        n = min(n, scores.shape[0])
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        idx = top if rows is None else rows[top]
+        return [(self.ids[i], float(scores[t])) for i, t in zip(idx, top, strict=True)]
+
+    def cosine(self, cid: str, query_vector: np.ndarray) -> float | None:
+        i = self.pos.get(cid)
+        if i is None or self.vectors is None:
+            return None
+        return float(self.vectors[i] @ query_vector)
 
     # -- search ---------------------------------------------------------------------------------
 
@@ -166,7 +193,9 @@ class LexicalIndex:
         papers: list[str] = []
         dates: list[int] = []
         topics: dict[str, list[int]] = {}
-        for page_ids, docs, metas, _ in store.iter_all():
+        vectors: list[np.ndarray] = []
+        for page_ids, docs, metas, vecs in store.iter_all(include_vectors=True):
+            vectors.append(np.asarray(vecs, dtype=np.float32).reshape(len(page_ids), -1))
             for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
                 idx = len(ids)
                 ids.append(cid)
@@ -185,6 +214,8 @@ class LexicalIndex:
             model.index(tokens, show_progress=False)
             model.save(str(target / "bm25"), show_progress=False)
         np.save(target / "dates.npy", np.asarray(dates, dtype=np.int32))
+        if ids:  # the store's vectors, row-aligned with ids: exact in-memory dense search over any scope
+            np.save(target / "vectors.npy", np.concatenate(vectors))
         (target / "ids.json").write_text(json.dumps(ids))
         (target / "papers.json").write_text(json.dumps(papers))
         (target / "topics.json").write_text(json.dumps(topics))
@@ -201,12 +232,37 @@ class LexicalIndex:
                 shutil.rmtree(old, ignore_errors=True)
         return snap
 
+    def _pointer(self) -> str | None:
+        try:
+            return (self.root / "CURRENT").read_text().strip()
+        except OSError:
+            return None
+
     def ensure(self, store: VectorStore) -> LexicalSnapshot:
-        """The current snapshot, loading it, or rebuilding it first when it is missing, dirty or out of
-        step with the store (but not while an ingest in this process is still writing)."""
+        """The current snapshot. Rebuilt first when there is none or the one on disk is dirty or out of
+        step with the store at load time; a newer build (from another process) is picked up by its
+        pointer. Once loaded, a snapshot is served as is while any writer is at work, so queries never
+        rebuild per query."""
         snap = self._snap
-        if self._writing and snap is not None:
+        if snap is not None and (self._writing or self._pointer() == snap.name):
             return snap
+        with self._lock:
+            snap = self._snap
+            if snap is not None and (self._writing or self._pointer() == snap.name):
+                return snap
+            current = self._current_dir()
+            if current is None:
+                return self._rebuild(store)
+            if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
+                return self._rebuild(store)
+            try:
+                new = LexicalSnapshot(current, self.tokenizer)
+            except FileNotFoundError:  # replaced by another process meanwhile
+                return snap if snap is not None else self._rebuild(store)
+            if snap is None and (len(new.ids) != store.count() or (new.vectors is None and new.ids)):
+                return self._rebuild(store)  # out of step, or built before vectors were kept
+            self._snap = new
+            return new
         with self._lock:
             snap = self._snap
             if self._writing and snap is not None:

@@ -69,6 +69,12 @@ class Retriever:
         self.params = params or library.settings.retrieval
         self.last_timings: dict[str, float] = {}
 
+    def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
+        got = self.lib.store.collection.get(ids=[cid], include=["embeddings"])
+        if got["embeddings"] is None or len(got["embeddings"]) == 0:
+            return None
+        return float(np.dot(np.asarray(got["embeddings"][0], dtype=np.float32), qv))
+
     def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
         """The top k chunks for the query inside the scope, best first, each with its scores.
 
@@ -84,44 +90,52 @@ class Retriever:
         lex = self.lib.ready_lexical()
         qv = self.lib.embedder.embed_query(query)
         t1 = time.perf_counter()
-        dense: list[tuple[Chunk, float]] = []
+        mask = lex.scope_mask(
+            topic=scope.topic if scope.kind == "topic" else None,
+            paper_id=scope.paper_id if scope.kind == "paper" else None,
+            since=date_int(scope.since),
+            until=date_int(scope.until),
+        )
+        in_memory = p.dense_backend == "memory" and lex.vectors is not None
+        dense: list[tuple[str, float]] = []
+        chunks: dict[str, Chunk] = {}
         if mode in ("hybrid", "dense"):
-            n = min(p.candidates, max(1, self.lib.store.count()))
-            dense = self.lib.store.dense_search(qv, n, chroma_where(scope))
+            if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
+                dense = lex.dense(qv, p.candidates, mask)
+            else:  # Chroma's HNSW with a metadata filter
+                n = min(p.candidates, max(1, self.lib.store.count()))
+                found = self.lib.store.dense_search(qv, n, chroma_where(scope))
+                dense = [(c.id, s) for c, s in found]
+                chunks = {c.id: c for c, _ in found}
         t2 = time.perf_counter()
         lexical: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
-            mask = lex.scope_mask(
-                topic=scope.topic if scope.kind == "topic" else None,
-                paper_id=scope.paper_id if scope.kind == "paper" else None,
-                since=date_int(scope.since),
-                until=date_int(scope.until),
-            )
             lexical = lex.search(query, p.candidates, mask)
         t3 = time.perf_counter()
-        dense_ids = [c.id for c, _ in dense]
+        dense_ids = [cid for cid, _ in dense]
         lex_ids = [cid for cid, _ in lexical]
         fused = rrf([(dense_ids, p.dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)], p.rrf_k)
         ranked = sorted(fused, key=lambda c: -fused[c])
-        chunks = {c.id: c for c, _ in dense}
-        dense_score = {c.id: s for c, s in dense}
+        dense_score = dict(dense)
         lex_score = dict(lexical)
-        # chunks found only by BM25: fetch text, metadata and vectors (for their cosine) in one call
         head = ranked[: max(k * 4, 20)]
-        missing = [cid for cid in head if cid not in chunks]
-        if missing:
-            got = self.lib.store.collection.get(ids=missing, include=["documents", "metadatas", "embeddings"])
-            from paperchat.store import chunk_from_chroma
-
-            for cid, doc, meta, vec in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True):
-                chunks[cid] = chunk_from_chroma(cid, doc, meta)
-                dense_score[cid] = float(np.dot(np.asarray(vec, dtype=np.float32), qv))
-        head = [cid for cid in head if cid in chunks]
         if scope.kind != "paper":
-            head = diversify(head, {cid: chunks[cid].paper_id for cid in head}, p.max_per_paper)
+            papers = {cid: (chunks[cid].paper_id if cid in chunks else str(lex.paper_ids[lex.pos[cid]]) if cid in lex.pos else cid) for cid in head}
+            head = diversify(head, papers, p.max_per_paper)
+        # text and metadata of the winners only, in one call (a chunk deleted since the snapshot drops out)
+        want = [cid for cid in head[: k + 4] if cid not in chunks]
+        if want:
+            chunks.update(self.lib.store.get_chunks(want))
+        head = [cid for cid in head if cid in chunks][:k]
+        for cid in head:
+            if cid not in dense_score:  # found by BM25 only: its cosine, for abstention and display
+                cos = lex.cosine(cid, qv)
+                if cos is None:
+                    cos = self._cosine_from_store(cid, qv)
+                dense_score[cid] = cos
         hits = [
             Hit(chunk=chunks[cid], score=fused[cid], dense=dense_score.get(cid), lexical=lex_score.get(cid), rank=i + 1)
-            for i, cid in enumerate(head[:k])
+            for i, cid in enumerate(head)
         ]
         t4 = time.perf_counter()
         self.last_timings = {

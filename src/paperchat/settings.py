@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -23,6 +25,10 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = Field(default=10, ge=1, description="reciprocal-rank-fusion constant (tuned on SciFact train claims)")
     dense_weight: float = Field(default=0.8, ge=0.0, description="weight of the dense ranking in the fusion (tuned on SciFact train claims)")
     lexical_weight: float = Field(default=1.0, ge=0.0, description="weight of the BM25 ranking in the fusion")
+    dense_backend: Literal["memory", "chroma"] = Field(
+        default="memory",
+        description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",
+    )
     max_per_paper: int = Field(default=2, ge=1, description="topic scope: at most this many chunks of one paper")
     abstain_below: float = Field(
         default=0.20,
