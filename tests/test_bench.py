@@ -1,0 +1,34 @@
+"""The benchmark commands run end to end on small real inputs (numbers themselves are not asserted:
+targets live in the benchmarks, not in timed tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from paperchat import bench
+from paperchat.library import Library
+
+
+def test_bench_ingest_small(sample_jsonl: Path, tmp_path: Path, built_library: Library) -> None:
+    settings = built_library.settings.model_copy(update={"data_dir": tmp_path / "unused"})
+    res = bench.bench_ingest(sample_jsonl, 20, settings)
+    assert res["abstracts"] == 20 and res["first_added"] == 20 and res["reingest_chunks_embedded"] == 0
+    assert res["ours_s"] > 0 and res["limit_s"] > 0 and res["naive_s"] > 0 and res["ours/naive"] > 0
+
+
+def test_bench_query_subset_and_naive(built_library: Library, tmp_path: Path) -> None:
+    from paperchat.store import topic_key
+
+    sub = bench.subset_store(built_library, built_library.settings.model_copy(update={"data_dir": tmp_path / "sub"}), 50)
+    abstracts = len(sub.store.ids_where({"kind": "abstract"}))
+    pdf_chunks = len(built_library.store.ids_where({"kind": "pdf"}))
+    assert abstracts == 50 and sub.store.count() == 50 + pdf_chunks
+    assert sorted(sub.ready_lexical().ids) == sorted(i for ids, *_ in sub.store.iter_all() for i in ids)
+    assert len(sub.store.ids_where({topic_key("rag"): True})) > 0
+    sub.close()
+    built_library.close()
+    res = bench.bench_query_sizes(built_library.settings, [("How do retrieval-augmented models use documents?", "rag")], ["2005.11401"], [50, None], repeat=1)
+    assert set(res) == {"50", "all"}
+    for v in res.values():
+        assert v["topic_retrieve_p50_ms"] > 0 and v["naive_topic_p50_ms"] > 0 and v["paper_retrieve_p50_ms"] > 0
+    assert "<svg" in bench.chart_svg({"query": res})
