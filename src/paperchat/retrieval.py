@@ -122,6 +122,12 @@ class Retriever:
         if scope.kind != "paper":
             papers = {cid: (chunks[cid].paper_id if cid in chunks else str(lex.paper_ids[lex.pos[cid]]) if cid in lex.pos else cid) for cid in head}
             head = diversify(head, papers, p.max_per_paper)
+        if scope.kind == "paper" and p.max_per_page:
+            # one paper: spread the slots over its pages (needs each candidate's page, so fetch them all)
+            want = [cid for cid in head if cid not in chunks]
+            if want:
+                chunks.update(self.lib.store.get_chunks(want))
+            head = diversify([c for c in head if c in chunks], {c: str(chunks[c].page) for c in head if c in chunks}, p.max_per_page)
         # text and metadata of the winners only, in one call (a chunk deleted since the snapshot drops out)
         want = [cid for cid in head[: k + 4] if cid not in chunks]
         if want:

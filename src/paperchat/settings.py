@@ -30,6 +30,7 @@ class RetrievalSettings(BaseModel):
         description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",
     )
     max_per_paper: int = Field(default=2, ge=1, description="topic scope: at most this many chunks of one paper")
+    max_per_page: int = Field(default=0, ge=0, description="paper questions: at most this many chunks of one page before other pages get a turn (0 = off)")
     abstain_below: float = Field(
         default=0.20,
         description=(
