@@ -6,6 +6,8 @@ CSS = """
 .pc-cards {display:grid; grid-template-columns:repeat(auto-fill,minmax(260px,1fr)); gap:12px}
 .pc-card {border:1px solid #e5e7eb; border-radius:10px; padding:12px 14px; background:#fff}
 .pc-card h3 {margin:0 0 4px 0; font-size:1.05rem} .pc-count {font-weight:600; margin:2px 0}
+.pc-card h3 {text-align:left} .pc-card h3 .pc-tag {display:inline; text-align:left; background:none; padding:0; margin:0; font-size:1.05rem; color:#1e1b4b !important; text-decoration:none}
+.pc-card h3 .pc-tag:hover {text-decoration:underline} .pc-card:hover {border-color:#c7d2fe}
 .pc-momentum {color:#374151; font-size:.92rem; margin:4px 0}
 .pc-tag {display:inline-block; background:#eef2ff; color:#3730a3 !important; border-radius:999px; padding:1px 9px; margin:1px 2px; font-size:.8rem; text-decoration:none}
 .pc-following {font-size:.75rem; background:#dcfce7; color:#166534; border-radius:6px; padding:1px 6px}
