@@ -53,6 +53,15 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 
 
+def free_port() -> int:
+    """A free TCP port on loopback (for servers the tests start)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
 # -- shared data -----------------------------------------------------------------------------------
 
 

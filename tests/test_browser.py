@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 from paperchat.library import Library
 from paperchat.qa import QA
 from paperchat.ui import handlers as h
-from tests.conftest import IN_CI, ROOT
+from tests.conftest import IN_CI, ROOT, free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTEFACTS = ROOT / "test-artefacts"
@@ -31,12 +30,6 @@ FLAGS = [
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 @pytest.fixture
@@ -48,7 +41,7 @@ def app_url(built_library: Library) -> Iterator[tuple[str, h.Core]]:
     built_library.catalog._conn.commit()
     core = h.Core(built_library.settings, built_library, QA(built_library))
     demo = build_app(built_library.settings, core)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         yield f"http://127.0.0.1:{port}/", core

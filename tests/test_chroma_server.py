@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,15 +26,9 @@ from paperchat.ingestion.records import read_records
 from paperchat.library import Library
 from paperchat.qa import QA
 from paperchat.types import Chunk, Scope
-from tests.conftest import CountingEmbedder, make_settings
+from tests.conftest import CountingEmbedder, free_port, make_settings
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 def _up(url: str) -> bool:
@@ -55,7 +48,7 @@ def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
     assert exe, "the chroma command (installed with chromadb) is missing"
-    port = _free_port()
+    port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     proc = subprocess.Popen([exe, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
@@ -121,7 +114,7 @@ def test_ingest_and_ask_round_trip_on_the_server(server_library: Library, sample
 
 
 def test_unreachable_server_is_a_clear_error(tmp_path: Path, embedder: CountingEmbedder) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(StoreError) as exc:
         Library(make_settings(tmp_path, chroma_url=url), embedder=embedder)  # type: ignore[arg-type]
     assert "cannot reach the Chroma server" in str(exc.value) and "chroma run" in str(exc.value)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import threading
 import time
@@ -21,18 +20,12 @@ from paperchat.demo import ensure_demo
 from paperchat.library import Library
 from paperchat.qa import QA
 from paperchat.ui import handlers as h
-from tests.conftest import ROOT, CountingEmbedder, make_settings
+from tests.conftest import CountingEmbedder, ROOT, free_port, make_settings
 
 SESSIONS = 20
 SECONDS = float(os.environ.get("PAPERCHAT_LOAD_SECONDS", "60"))
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -67,7 +60,7 @@ def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedde
 
     core = h.Core(lib.settings, lib, QA(lib))
     demo = build_app(lib.settings, core)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     url = f"http://127.0.0.1:{port}/"
     lat: list[float] = []

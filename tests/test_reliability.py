@@ -10,7 +10,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.answerers import OpenAIAnswerer
 from paperchat.qa import QA
 from paperchat.types import Page, Scope
-from tests.conftest import ROOT, CountingEmbedder, make_settings, read_sample
+from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
 from tests.fake_llm import FakeLLM
 from tests.pdfmaker import make_pdf
 
@@ -263,11 +262,7 @@ def test_following_and_saved_survive_a_kill(tmp_path: Path) -> None:
 
 
 def _closed_port_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
+    return f"http://127.0.0.1:{free_port()}/v1"
 
 
 @pytest.mark.parametrize("mode", ["refused", "hang", "429", "500", "cut"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import socket
 import threading
 import time
 from pathlib import Path
@@ -14,6 +13,8 @@ from paperchat.library import Library
 from paperchat.qa import QA
 from paperchat.topics import momentum
 from paperchat.ui import handlers as h
+
+from .conftest import free_port
 
 
 @pytest.fixture
@@ -86,12 +87,6 @@ def test_upload_by_hash_and_type_check(core: h.Core, five_pdfs: list[Path], tmp_
     assert pid is None and "not a PDF" in msg or "HTML" in msg
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return int(port)
 
 
 def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: list[Path]) -> None:
@@ -101,7 +96,7 @@ def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: l
 
     core = h.Core(built_library.settings, built_library, QA(built_library))
     demo = build_app(built_library.settings, core)
-    port = _free_port()
+    port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
         client = Client(f"http://127.0.0.1:{port}/", verbose=False)

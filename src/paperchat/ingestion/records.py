@@ -184,26 +184,31 @@ def read_records(path: Path) -> Iterator[Paper | Failure]:
 ARXIV_API = "http://export.arxiv.org/api/query"
 
 
+def _http_get(url: str, timeout: float, limit: int | None, failure: str, fix: str) -> bytes:
+    """GET a URL (at most `limit` + 1 bytes); NetworkError saying `failure (reason)` and `fix` when it fails."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, headers={"User-Agent": "paperchat (research assistant)"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - fixed arxiv.org hosts
+            data: bytes = resp.read() if limit is None else resp.read(limit + 1)
+            return data
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        raise NetworkError(f"{failure} ({getattr(exc, 'reason', exc)})", fix) from exc
+
+
 def fetch_arxiv(query: str, max_results: int = 100, timeout: float = 20.0) -> bytes:
     """Call the arXiv API; raises NetworkError with what to do when it cannot be reached."""
-    import urllib.error
     import urllib.parse
-    import urllib.request
 
     url = f"{ARXIV_API}?" + urllib.parse.urlencode(
         {"search_query": query, "start": 0, "max_results": max_results, "sortBy": "submittedDate"}
     )
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - fixed https host
-            data: bytes = resp.read()
-            return data
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise NetworkError(
-            f"cannot reach the arXiv API at export.arxiv.org ({reason})",
-            "check the network, or save a response and run: paperchat ingest arxiv --file response.xml",
-        ) from exc
-
+    return _http_get(
+        url, timeout, None, "cannot reach the arXiv API at export.arxiv.org",
+        "check the network, or save a response and run: paperchat ingest arxiv --file response.xml",
+    )
 
 
 _ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
@@ -212,25 +217,13 @@ _ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
 def fetch_arxiv_pdf(paper_id: str, dest: Path, max_mb: float, timeout: float = 30.0) -> Path:
     """Download arxiv.org/pdf/<id> into dest (a folder); raises NetworkError when offline, SourceError
     when the id is not an arXiv id or the reply is not a PDF or too large."""
-    import urllib.error
-    import urllib.request
-
     from paperchat.errors import SourceError
 
     if not _ARXIV_ID.match(paper_id):
         raise SourceError(f"{paper_id} is not an arXiv id", "upload the PDF instead")
     url = f"https://arxiv.org/pdf/{paper_id}"
     limit = int(max_mb * 1024 * 1024)
-    try:
-        req = urllib.request.Request(url, headers={"User-Agent": "paperchat (research assistant)"})
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - fixed https host
-            data: bytes = resp.read(limit + 1)
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise NetworkError(
-            f"cannot download {url} ({reason}); this machine looks offline",
-            "download the PDF in a browser and upload it here",
-        ) from exc
+    data = _http_get(url, timeout, limit, f"cannot download {url}; this machine looks offline", "download the PDF in a browser and upload it here")
     if len(data) > limit:
         raise SourceError(f"{url} is larger than {max_mb:g} MB", "raise PAPERCHAT_MAX_PDF_MB or upload a smaller file")
     if not data.startswith(b"%PDF"):
