@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import threading
-import time
 from pathlib import Path
 
 import pytest

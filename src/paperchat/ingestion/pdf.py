@@ -88,7 +88,6 @@ def _open_reader(path: Path) -> Any:
 
 def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedPdf:
     """Parse one PDF into cleaned pages; raises SourceError with the reason when it cannot."""
-    from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
     check_pdf_file(path, max_mb)

@@ -28,6 +28,15 @@ class Answerer(Protocol):
         ...
 
 
+_NUMBERISH = re.compile(r"^[\d.,%±()/+\-x]+$")
+
+
+def _tabular(sentence: str) -> bool:
+    """A 'sentence' that is mostly numbers is a table row run together by the PDF text extractor, not prose."""
+    words = sentence.split()
+    return len(words) >= 8 and sum(bool(_NUMBERISH.match(w)) for w in words) / len(words) > 0.3
+
+
 class ExtractiveAnswerer:
     """Composes an answer from the most relevant sentences of the sources, quoting them verbatim.
 
@@ -55,7 +64,7 @@ class ExtractiveAnswerer:
             if src.page is None and len(sents) > 1:
                 sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
             for s in sents:
-                if len(s) < 25 or len(s) > 600:
+                if len(s) < 25 or len(s) > 600 or _tabular(s):
                     continue
                 toks = set(self._tok(s))
                 sent_rows.append((src.n, s, toks))
