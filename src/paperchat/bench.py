@@ -6,10 +6,18 @@ import itertools
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from paperchat.settings import Settings
+
+
+def _seconds(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """fn's result and how long it took."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
 
 
 def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[str, Any]:
@@ -29,19 +37,11 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         lib = Library(s)
         lib.embedder.embed(["warm up"] * 4)  # model load is not ingest
         # the limit is measured before and after ours and averaged: this machine's speed drifts
-        t0 = time.perf_counter()
-        lib.embedder.embed(texts, s.batch_size)
-        limit_before = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        first = Ingester(lib).ingest_records(iter(items))
-        ours_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        lib.embedder.embed(texts, s.batch_size)
-        limit_after = time.perf_counter() - t0
+        _, limit_before = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
+        first, ours_s = _seconds(lambda: Ingester(lib).ingest_records(iter(items)))
+        _, limit_after = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
         limit_s = (limit_before + limit_after) / 2
-        t0 = time.perf_counter()
-        again = Ingester(lib).ingest_records(read_records(source) if limit is None else iter(items))
-        re_s = time.perf_counter() - t0
+        again, re_s = _seconds(lambda: Ingester(lib).ingest_records(read_records(source) if limit is None else iter(items)))
         lib.close()
         naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)
     return {
@@ -80,30 +80,6 @@ def chart_svg(results: dict[str, Any]) -> str:
             "retrieval p50 (ms), topic scope: ours (indigo) vs naive LangChain (grey)</text>" + "".join(bars) + "</svg>")
 
 
-def bench_query(settings: Settings, questions: list[tuple[str, str]], repeat: int = 3) -> dict[str, Any]:
-    """Retrieval and extractive-answer latency (ms) over the store in settings.data_dir."""
-    from paperchat.library import Library
-    from paperchat.qa import QA
-    from paperchat.types import Scope
-
-    lib = Library(settings)
-    qa = QA(lib)
-    lib.ready_lexical()
-    lib.embedder.embed_query("warm up")
-    retr, total = [], []
-    for _ in range(repeat):
-        for q, topic in questions:
-            lib.embedder._cache.clear() if hasattr(lib.embedder, "_cache") else None  # type: ignore[attr-defined]
-            ans = qa.ask(q, Scope.for_topic(topic))
-            retr.append(ans.timings_ms["retrieve"])
-            total.append(ans.timings_ms["total"])
-
-    def pct(v: list[float], q: int) -> float:
-        return round(statistics.quantiles(v, n=100)[q - 1], 1) if len(v) > 1 else round(v[0], 1)
-
-    return {"store_chunks": lib.store.count(), "n": len(retr), "retrieve_p50_ms": pct(retr, 50), "retrieve_p95_ms": pct(retr, 95), "answer_total_p50_ms": pct(total, 50), "answer_total_p95_ms": pct(total, 95)}
-
-
 # -- the textbook LangChain pipeline, the baseline of `bench ingest` and `bench query` --------------------
 
 
@@ -118,52 +94,54 @@ def _naive_embeddings(batch_size: int) -> Any:
     )
 
 
-def _naive_chroma(folder: Path, emb: Any, name: str = "naive") -> Any:
+def _naive_client(folder: Path) -> Any:
     import chromadb
+
+    return chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
+
+
+def _naive_chroma(folder: Path, emb: Any, name: str = "naive") -> Any:
     from langchain_chroma import Chroma
 
-    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
-    return Chroma(client=client, collection_name=name, embedding_function=emb)
+    return Chroma(client=_naive_client(folder), collection_name=name, embedding_function=emb)
+
+
+def _naive_ingest(load: Callable[[], list[Any]], folder: Path, settings: Settings) -> float:
+    """Seconds of the textbook pipeline: load documents -> RecursiveCharacterTextSplitter ->
+    HuggingFaceEmbeddings -> Chroma.from_documents (model load and warm-up not counted)."""
+    from langchain_chroma import Chroma
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    emb = _naive_embeddings(settings.batch_size)
+    emb.embed_documents(["warm up"] * 4)
+    splitter = RecursiveCharacterTextSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+    _, secs = _seconds(lambda: Chroma.from_documents(splitter.split_documents(load()), emb, client=_naive_client(folder), collection_name="naive"))
+    return secs
 
 
 def naive_ingest_records(papers: list[Any], folder: Path, settings: Settings) -> float:
-    """Plain records -> RecursiveCharacterTextSplitter -> HuggingFaceEmbeddings -> Chroma.from_documents."""
-    from langchain_chroma import Chroma
+    """The naive pipeline on plain records (title and abstract as one document each)."""
     from langchain_core.documents import Document
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    emb = _naive_embeddings(settings.batch_size)
-    emb.embed_documents(["warm up"] * 4)
-    import chromadb
-
-    t0 = time.perf_counter()
-    docs = [Document(page_content=f"{p.title}\n\n{p.abstract}", metadata={"paper_id": p.id}) for p in papers if p.abstract]
-    splits = RecursiveCharacterTextSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap).split_documents(docs)
-    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
-    Chroma.from_documents(splits, emb, client=client, collection_name="naive")
-    return time.perf_counter() - t0
+    return _naive_ingest(
+        lambda: [Document(page_content=f"{p.title}\n\n{p.abstract}", metadata={"paper_id": p.id}) for p in papers if p.abstract],
+        folder, settings,
+    )
 
 
 def naive_ingest_pdfs(pdfs: list[Path], folder: Path, settings: Settings) -> float:
-    """pypdf page loader (what PyPDFLoader does) -> splitter -> HuggingFaceEmbeddings -> Chroma.from_documents."""
-    from langchain_chroma import Chroma
+    """The naive pipeline on PDFs, one document per page from pypdf (what PyPDFLoader does)."""
     from langchain_core.documents import Document
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
     from pypdf import PdfReader
 
-    emb = _naive_embeddings(settings.batch_size)
-    emb.embed_documents(["warm up"] * 4)
-    import chromadb
-
-    t0 = time.perf_counter()
-    docs = []
-    for path in pdfs:
-        for i, page in enumerate(PdfReader(str(path)).pages):
-            docs.append(Document(page_content=page.extract_text() or "", metadata={"source": str(path), "page": i}))
-    splits = RecursiveCharacterTextSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap).split_documents(docs)
-    client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
-    Chroma.from_documents(splits, emb, client=client, collection_name="naive")
-    return time.perf_counter() - t0
+    return _naive_ingest(
+        lambda: [
+            Document(page_content=page.extract_text() or "", metadata={"source": str(path), "page": i})
+            for path in pdfs
+            for i, page in enumerate(PdfReader(str(path)).pages)
+        ],
+        folder, settings,
+    )
 
 
 def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
@@ -178,20 +156,14 @@ def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
         lib = Library(s)
         lib.embedder.embed(["warm up"] * 4)
         chunker = PageChunker(s.chunk_size, s.chunk_overlap)
-        texts = [c.text for p in pdfs for c in chunker.chunk_pages("x", read_pdf(p, s.max_pdf_mb, s.max_pdf_pages).pages)]
-        pages = sum(len(read_pdf(p, s.max_pdf_mb, s.max_pdf_pages).pages) for p in pdfs)
-        t0 = time.perf_counter()
-        lib.embedder.embed(texts, s.batch_size)
-        limit_before = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        first = Ingester(lib).ingest_pdfs(pdfs)
-        ours_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        lib.embedder.embed(texts, s.batch_size)
-        limit_s = (limit_before + time.perf_counter() - t0) / 2
-        t0 = time.perf_counter()
-        again = Ingester(lib).ingest_pdfs(pdfs)
-        re_s = time.perf_counter() - t0
+        parsed = [read_pdf(p, s.max_pdf_mb, s.max_pdf_pages) for p in pdfs]
+        texts = [c.text for pdf in parsed for c in chunker.chunk_pages("x", pdf.pages)]
+        pages = sum(len(pdf.pages) for pdf in parsed)
+        _, limit_before = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
+        first, ours_s = _seconds(lambda: Ingester(lib).ingest_pdfs(pdfs))
+        _, limit_after = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
+        limit_s = (limit_before + limit_after) / 2
+        again, re_s = _seconds(lambda: Ingester(lib).ingest_pdfs(pdfs))
         lib.close()
         naive_s = naive_ingest_pdfs(pdfs, Path(tmp) / "naive", s)
     return {
@@ -297,16 +269,13 @@ def bench_startup(settings: Settings, question: str, topic: str, timeout: float 
     """Seconds from `python app.py` to the first answered request, and the app's peak RSS, on the store in
     settings.data_dir (the app ingests the demo corpus into it first if it is not there)."""
     import os
-    import socket
     import subprocess
     import sys
 
+    from paperchat.ports import free_port
     from paperchat.settings import PROJECT_ROOT
 
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir), "PAPERCHAT_PORT": str(port)}
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
