@@ -12,12 +12,15 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from paperchat.library import Library
+from paperchat.ports import free_port
 from paperchat.providers.embedders import MiniLMEmbedder
 from paperchat.settings import Settings
 
@@ -51,15 +54,6 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-
-
-def free_port() -> int:
-    """A free TCP port on loopback (for servers the tests start)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 # -- shared data -----------------------------------------------------------------------------------
@@ -177,6 +171,23 @@ def built_library(built_store: Path, tmp_path: Path, embedder: CountingEmbedder)
     lib = Library(make_settings(copy), embedder=embedder)  # type: ignore[arg-type]
     yield lib
     lib.close()
+
+
+@contextmanager
+def served_app(lib: Library) -> Iterator[tuple[str, Any]]:
+    """The real app (build_app) over `lib`, launched on a free loopback port: yields (url, core)."""
+    from paperchat.qa import QA
+    from paperchat.ui import handlers as h
+    from paperchat.ui.app import build_app
+
+    core = h.Core(lib.settings, lib, QA(lib))
+    demo = build_app(lib.settings, core)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/", core
+    finally:
+        demo.close()
 
 
 def jsonl(records: list[dict[str, object]]) -> str:

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from paperchat.library import Library
-from paperchat.qa import QA
 from paperchat.ui import handlers as h
-from tests.conftest import IN_CI, ROOT, free_port
+from tests.conftest import IN_CI, ROOT, served_app
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTEFACTS = ROOT / "test-artefacts"
@@ -34,19 +33,11 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 @pytest.fixture
 def app_url(built_library: Library) -> Iterator[tuple[str, h.Core]]:
-    from paperchat.ui.app import build_app
-
     # a hostile title: must render as text everywhere (topic rows, paper view)
     built_library.catalog._conn.execute("UPDATE papers SET title=? WHERE id='2004.04906'", (HOSTILE,))
     built_library.catalog._conn.commit()
-    core = h.Core(built_library.settings, built_library, QA(built_library))
-    demo = build_app(built_library.settings, core)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/", core
-    finally:
-        demo.close()
+    with served_app(built_library) as served:
+        yield served
 
 
 @pytest.fixture

@@ -18,9 +18,7 @@ import pytest
 
 from paperchat.demo import ensure_demo
 from paperchat.library import Library
-from paperchat.qa import QA
-from paperchat.ui import handlers as h
-from tests.conftest import CountingEmbedder, ROOT, free_port, make_settings
+from tests.conftest import ROOT, CountingEmbedder, make_settings, served_app
 
 SESSIONS = 20
 SECONDS = float(os.environ.get("PAPERCHAT_LOAD_SECONDS", "60"))
@@ -36,8 +34,6 @@ def _pct(xs: list[float], q: float) -> float:
 @pytest.mark.slow
 def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedder, five_pdfs: list[Path]) -> None:
     from gradio_client import Client, handle_file
-
-    from paperchat.ui.app import build_app
 
     lib = Library(make_settings(tmp_path / "demo"), embedder=embedder)  # type: ignore[arg-type]
     ensure_demo(lib, show_progress=False)
@@ -58,17 +54,13 @@ def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedde
             assert p is not None
             sessions.append({"api": "/ask_paper", "args": (f"What does the paper '{p.title}' propose?", pid), "allowed": {pid}})
 
-    core = h.Core(lib.settings, lib, QA(lib))
-    demo = build_app(lib.settings, core)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
+    url = ""  # set when the app is up; the sessions below read it (and stop_at) when they run
     lat: list[float] = []
     errors: list[str] = []
     mixed: list[str] = []
     answered = [0]
     lock = threading.Lock()
-    stop_at = time.monotonic() + SECONDS
+    stop_at = 0.0  # set when the app is up
 
     def session(s: dict[str, Any]) -> None:
         try:
@@ -109,13 +101,12 @@ def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedde
         upload["seconds"] = time.perf_counter() - t0
 
     threads = [threading.Thread(target=session, args=(s,)) for s in sessions] + [threading.Thread(target=do_upload)]
-    try:
+    with served_app(lib) as (url, _core):
+        stop_at = time.monotonic() + SECONDS
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=SECONDS + 300)
-    finally:
-        demo.close()
     report = {
         "sessions": SESSIONS, "seconds": SECONDS, "requests": len(lat), "with_citations": answered[0],
         "errors": len(errors), "mixed": len(mixed),

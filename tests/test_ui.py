@@ -12,7 +12,7 @@ from paperchat.qa import QA
 from paperchat.topics import momentum
 from paperchat.ui import handlers as h
 
-from .conftest import free_port
+from .conftest import served_app
 
 
 @pytest.fixture
@@ -90,22 +90,14 @@ def test_upload_by_hash_and_type_check(core: h.Core, five_pdfs: list[Path], tmp_
 def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: list[Path]) -> None:
     from gradio_client import Client, handle_file
 
-    from paperchat.ui.app import build_app
-
-    core = h.Core(built_library.settings, built_library, QA(built_library))
-    demo = build_app(built_library.settings, core)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+    with served_app(built_library) as (url, _core):
+        client = Client(url, verbose=False)
         t = client.predict("How do retrieval-augmented models use retrieved documents?", "rag", api_name="/ask_topic")
         assert t["citations"] and all(c["paper_id"] in set(built_library.catalog.topic_papers("rag")) for c in t["citations"])
         p = client.predict("What is the retrieval granularity?", "2005.11401", api_name="/ask_paper")
         assert p["citations"] and {c["paper_id"] for c in p["citations"]} == {"2005.11401"}
         up = client.predict(handle_file(str(five_pdfs[3])), api_name="/upload_pdf")
         assert up["paper_id"] == "2305.18290"
-    finally:
-        demo.close()
 
 
 def test_latest_report(tmp_path: Path) -> None:

