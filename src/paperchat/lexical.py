@@ -94,6 +94,10 @@ class LexicalSnapshot:
         idx = top if rows is None else rows[top]
         return [(self.ids[i], float(scores[t])) for i, t in zip(idx, top, strict=True)]
 
+    def paper_of(self, cid: str) -> str | None:
+        i = self.pos.get(cid)
+        return None if i is None else str(self.paper_ids[i])
+
     def cosine(self, cid: str, query_vector: np.ndarray) -> float | None:
         i = self.pos.get(cid)
         if i is None or self.vectors is None:
@@ -238,17 +242,21 @@ class LexicalIndex:
         except OSError:
             return None
 
+    def _current(self, snap: LexicalSnapshot) -> bool:
+        """A loaded snapshot is served while a writer here is at work, or while it is still the current build."""
+        return self._writing or self._pointer() == snap.name
+
     def ensure(self, store: VectorStore) -> LexicalSnapshot:
         """The current snapshot. Rebuilt first when there is none or the one on disk is dirty or out of
         step with the store at load time; a newer build (from another process) is picked up by its
         pointer. Once loaded, a snapshot is served as is while any writer is at work, so queries never
         rebuild per query."""
         snap = self._snap
-        if snap is not None and (self._writing or self._pointer() == snap.name):
+        if snap is not None and self._current(snap):
             return snap
         with self._lock:
             snap = self._snap
-            if snap is not None and (self._writing or self._pointer() == snap.name):
+            if snap is not None and self._current(snap):
                 return snap
             current = self._current_dir()
             if current is None:

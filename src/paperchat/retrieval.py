@@ -120,7 +120,7 @@ class Retriever:
         lex_score = dict(lexical)
         head = ranked[: max(k * 4, 20)]
         if scope.kind != "paper":
-            papers = {cid: (chunks[cid].paper_id if cid in chunks else str(lex.paper_ids[lex.pos[cid]]) if cid in lex.pos else cid) for cid in head}
+            papers = {cid: chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid for cid in head}
             head = diversify(head, papers, p.max_per_paper)
         if scope.kind == "paper" and p.max_per_page:
             # one paper: spread the slots over its pages (needs each candidate's page, so fetch them all)

@@ -120,11 +120,9 @@ def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedP
             meta_title = None
     except SourceError:
         raise
-    except RecursionError as exc:
-        raise SourceError("the PDF's objects are nested too deeply to parse", "re-save the PDF with another tool") from exc
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError, AssertionError, IndexError) as exc:
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError, AssertionError, IndexError, RecursionError) as exc:
         cause: BaseException | None = exc
-        while cause is not None:  # pypdf wraps a RecursionError from deeply nested objects
+        while cause is not None:  # deeply nested objects: a RecursionError, raw or wrapped by pypdf
             if isinstance(cause, RecursionError):
                 raise SourceError("the PDF's objects are nested too deeply to parse", "re-save the PDF with another tool") from exc
             cause = cause.__cause__ or cause.__context__

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,11 +216,13 @@ def download_arxiv_pdf(core: Core, paper_id: str) -> tuple[str | None, str]:
         return None, f"paper {paper_id} is not in the library"
     if p.pdf_path:
         return paper_id, "This paper's PDF is already ingested."
-    try:
-        path = fetch_arxiv_pdf(paper_id, core.settings.uploads_dir / "arxiv", core.settings.max_pdf_mb)
-    except PaperchatError as exc:
-        return None, str(exc)
-    return upload_pdf(core, str(path), paper_id=paper_id)
+    # downloaded into a temporary folder: upload_pdf keeps the one stored copy (uploads/<sha256>.pdf)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            path = fetch_arxiv_pdf(paper_id, Path(tmp), core.settings.max_pdf_mb)
+        except PaperchatError as exc:
+            return None, str(exc)
+        return upload_pdf(core, str(path), paper_id=paper_id)
 
 
 # -- chat ---------------------------------------------------------------------------------------
