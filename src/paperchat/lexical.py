@@ -8,11 +8,13 @@ The index is written to a fresh folder and switched to with an atomic rename of 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import numpy as np
 
 from paperchat.store import TOPIC_PREFIX, VectorStore
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have having
@@ -34,7 +36,11 @@ _STOPWORDS = frozenset(
 
 
 class Tokenizer:
-    """Lower-case word tokens, English stop words removed, Snowball-stemmed (PyStemmer)."""
+    """Lower-case word tokens, English stop words removed, Snowball-stemmed (PyStemmer). A hyphenated
+    word gives its parts and their joined form, so "pre-trained" meets "pretrained" and "long-form" meets
+    "long form"."""
+
+    VERSION = "2"  # bump when tokens change: a snapshot built with another version is rebuilt
 
     def __init__(self) -> None:
         import Stemmer
@@ -42,7 +48,15 @@ class Tokenizer:
         self._stem = Stemmer.Stemmer("english")
 
     def __call__(self, text: str) -> list[str]:
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOPWORDS]
+        words: list[str] = []
+        for w in _TOKEN.findall(text.lower()):
+            if "-" not in w:
+                if w not in _STOPWORDS:
+                    words.append(w)
+                continue
+            parts = [p for p in w.split("-") if p]
+            words.extend(p for p in parts if p not in _STOPWORDS)
+            words.append("".join(parts))
         return list(self._stem.stemWords(words))
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
@@ -58,6 +72,8 @@ class LexicalSnapshot:
 
         self.name = path.name
         self.tokenizer = tokenizer
+        version = path / "tokenizer.txt"
+        self.tokenizer_version = version.read_text().strip() if version.exists() else "1"
         self.ids: list[str] = json.loads((path / "ids.json").read_text())
         self.paper_ids = np.asarray(json.loads((path / "papers.json").read_text()), dtype=object)
         self.dates = np.load(path / "dates.npy")
@@ -128,20 +144,40 @@ class LexicalSnapshot:
             mask = dmask if mask is None else mask & dmask
         return mask
 
-    def search(self, query: str, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
-        """Top n (chunk id, BM25 score) inside the mask; chunks with score 0 are left out."""
+    def search(self, query: str, n: int, mask: np.ndarray | None = None, scope_idf: float = 0.0) -> list[tuple[str, float]]:
+        """Top n (chunk id, BM25 score) inside the mask; chunks with score 0 are left out.
+
+        `scope_idf` > 0 reweights each query term by (its IDF inside the mask / its IDF over the whole
+        index) ** scope_idf: BM25 as if the scope were the collection, so a word that every chunk of a
+        topic or of one paper shares ("agents" in RL for LLM Agents) stops outweighing the distinctive ones.
+        """
         if self._model is None or not self.ids:
             return []
         q = [t for t in self.tokenizer(query) if t in self._model.vocab_dict]
         if not q:
             return []
-        scores = self._model.get_scores(q)
+        if scope_idf > 0 and mask is not None:
+            scores = self._scope_scores(q, mask, scope_idf)
+        else:
+            scores = self._model.get_scores(q)
         if mask is not None:
             scores = np.where(mask, scores, 0.0)
         n = min(n, len(scores))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def _scope_scores(self, q: Sequence[str], mask: np.ndarray, power: float) -> np.ndarray:
+        n_all, n_scope = len(self.ids), int(mask.sum())
+        total = np.zeros(n_all, dtype=np.float32)
+        for term, times in Counter(q).items():
+            part = self._model.get_scores([term])
+            has = part > 0
+            idf_all = math.log(1 + (n_all - has.sum() + 0.5) / (has.sum() + 0.5))
+            df_scope = int(np.count_nonzero(has & mask))
+            idf_scope = math.log(1 + (n_scope - df_scope + 0.5) / (df_scope + 0.5))
+            total += part * (times * (idf_scope / idf_all) ** power if idf_all > 0 else times)
+        return total
 
 
 class LexicalIndex:
@@ -223,6 +259,7 @@ class LexicalIndex:
         (target / "ids.json").write_text(json.dumps(ids))
         (target / "papers.json").write_text(json.dumps(papers))
         (target / "topics.json").write_text(json.dumps(topics))
+        (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
         snap = LexicalSnapshot(target, self.tokenizer)
         tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
         tmp.write_text(name)
@@ -267,8 +304,9 @@ class LexicalIndex:
                 new = LexicalSnapshot(current, self.tokenizer)
             except FileNotFoundError:  # replaced by another process meanwhile
                 return snap if snap is not None else self._rebuild(store)
-            if snap is None and (len(new.ids) != store.count() or (new.vectors is None and new.ids)):
-                return self._rebuild(store)  # out of step, or built before vectors were kept
+            stale = new.tokenizer_version != Tokenizer.VERSION or (new.vectors is None and new.ids)
+            if snap is None and (len(new.ids) != store.count() or stale):
+                return self._rebuild(store)  # out of step, or built by older code (tokens, no vectors)
             self._snap = new
             return new
         with self._lock:

@@ -36,12 +36,12 @@ class QA:
         self.lib = library
         self.retriever = retriever or Retriever(library)
         self._answerer = answerer
-        self.extractive = ExtractiveAnswerer()
+        self.extractive = ExtractiveAnswerer(embedder=library.embedder)
 
     @property
     def answerer(self) -> Answerer:
         if self._answerer is None:
-            self._answerer = get_answerer(self.lib.settings)
+            self._answerer = get_answerer(self.lib.settings, embedder=self.lib.embedder)
         return self._answerer
 
     def sources(self, hits: Sequence[Hit]) -> list[Source]:

@@ -110,11 +110,12 @@ class Retriever:
         t2 = time.perf_counter()
         lexical: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
-            lexical = lex.search(query, p.candidates, mask)
+            lexical = lex.search(query, p.candidates, mask, p.scope_idf)
         t3 = time.perf_counter()
         dense_ids = [cid for cid, _ in dense]
         lex_ids = [cid for cid, _ in lexical]
-        fused = rrf([(dense_ids, p.dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)], p.rrf_k)
+        dense_weight = p.paper_dense_weight if scope.kind == "paper" else p.dense_weight
+        fused = rrf([(dense_ids, dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)], p.rrf_k)
         ranked = sorted(fused, key=lambda c: -fused[c])
         dense_score = dict(dense)
         lex_score = dict(lexical)

@@ -25,6 +25,16 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = Field(default=10, ge=1, description="reciprocal-rank-fusion constant (tuned on SciFact train claims)")
     dense_weight: float = Field(default=0.8, ge=0.0, description="weight of the dense ranking in the fusion (tuned on SciFact train claims)")
     lexical_weight: float = Field(default=1.0, ge=0.0, description="weight of the BM25 ranking in the fusion")
+    paper_dense_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="weight of the dense ranking for questions about one paper (its chunks all look alike to MiniLM; tuned on askpdf_dev: 0.4-0.6 give the same hits)",
+    )
+    scope_idf: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="BM25 term weights from inside the scope: (scope IDF / store IDF) ** this; 0 = store-wide IDF, 1 = the scope's own",
+    )
     dense_backend: Literal["memory", "chroma"] = Field(
         default="memory",
         description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",

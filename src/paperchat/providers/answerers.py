@@ -14,6 +14,7 @@ from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
 from paperchat.types import Source
 
 if TYPE_CHECKING:
+    from paperchat.providers.embedders import Embedder
     from paperchat.settings import Settings
 
 
@@ -41,16 +42,20 @@ class ExtractiveAnswerer:
     """Composes an answer from the most relevant sentences of the sources, quoting them verbatim.
 
     Sentences are scored by the stemmed query words they contain (each word counts once, rarer words in
-    the sources count more), plus a small bonus for the source's rank. Topic answers group sentences by
-    paper and name each paper; paper answers give the best sentences in reading order of relevance.
+    the sources count more), plus a small bonus for the source's rank. With an embedder, the best
+    `rerank` of them are then re-scored by adding their MiniLM similarity to the question (a sentence
+    that says the answer in other words than the question's). Topic answers group sentences by paper and
+    name each paper; paper answers give the best sentences in order of relevance.
     """
 
     name = "extractive"
     model = "extractive"
 
-    def __init__(self, max_sentences: int = 4, per_paper: int = 1) -> None:
+    def __init__(self, max_sentences: int = 4, per_paper: int = 1, embedder: Embedder | None = None, rerank: int = 8) -> None:
         self.max_sentences = max_sentences
         self.per_paper = per_paper
+        self.embedder = embedder
+        self.rerank = rerank
         self._tok = Tokenizer()
 
     def rank_sentences(self, question: str, sources: Sequence[Source]) -> list[tuple[float, int, str]]:
@@ -80,7 +85,18 @@ class ExtractiveAnswerer:
             score += 0.3 / src_n  # earlier sources were ranked higher by retrieval
             out.append((score, src_n, s))
         out.sort(key=lambda r: -r[0])
+        if self.embedder is not None and len(out) > 1 and self.rerank > 1:
+            out = self._rerank(question, out)
         return out
+
+    def _rerank(self, question: str, ranked: list[tuple[float, int, str]]) -> list[tuple[float, int, str]]:
+        head = ranked[: max(self.rerank, self.max_sentences)]
+        assert self.embedder is not None
+        cos = self.embedder.embed([s for _, _, s in head]) @ self.embedder.embed_query(question)
+        top = head[0][0]
+        rescored = [(score / top + float(c), n, s) for (score, n, s), c in zip(head, cos, strict=True)]
+        rescored.sort(key=lambda r: -r[0])
+        return rescored + ranked[len(head) :]
 
     def compose(self, question: str, sources: Sequence[Source], topic_level: bool) -> list[str]:
         ranked = self.rank_sentences(question, sources)
@@ -193,11 +209,12 @@ class OpenAIAnswerer:
         return res.content if isinstance(res.content, str) else ""
 
 
-def get_answerer(settings: Settings, name: str | None = None) -> Answerer:
-    """The answerer named by `settings.answerer` (or `name`)."""
+def get_answerer(settings: Settings, name: str | None = None, embedder: Embedder | None = None) -> Answerer:
+    """The answerer named by `settings.answerer` (or `name`); the extractive one reranks its sentences
+    with `embedder` when given."""
     name = name or settings.answerer
     if name == "extractive":
-        return ExtractiveAnswerer()
+        return ExtractiveAnswerer(embedder=embedder)
     if name.startswith("openai:") and len(name) > len("openai:"):
         return OpenAIAnswerer(name.split(":", 1)[1], settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
     if name == "local":

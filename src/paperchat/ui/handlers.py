@@ -250,7 +250,7 @@ def chat_stream(core: Core, question: str, kind: str, target: str, history: list
         if answerer and answerer != core.settings.answerer:
             from paperchat.providers.answerers import get_answerer
 
-            ans_impl = get_answerer(core.settings, answerer)
+            ans_impl = get_answerer(core.settings, answerer, core.qa.lib.embedder)
         text = ""
         for item in core.qa.stream(question, make_scope(kind, target, since), past, k, ans_impl):
             if isinstance(item, Answer):
