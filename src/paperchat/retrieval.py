@@ -2,7 +2,10 @@
 reciprocal-rank fusion, then diversified across papers for topic questions.
 
 Fusion weights and constants come from `RetrievalSettings`, tuned on SciFact's train claims
-(`paperchat eval beir --tune`), never on its test claims.
+(`paperchat eval beir --tune`), never on its test claims. Inside a scope, BM25 weighs words by how rare
+they are in that scope (`scope_idf`), and a question about one paper gives the dense ranking less weight
+(`paper_dense_weight`): every chunk of one paper is about the same thing to MiniLM, while the words that
+tell its pages apart are exact ones (names, numbers, settings).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ def _default_topics_file() -> Path:
 
 
 class RetrievalSettings(BaseModel):
-    """Hybrid retrieval knobs (tuned on SciFact train claims; see docs/retrieval.md)."""
+    """Hybrid retrieval knobs: fusion tuned on SciFact train claims, scope knobs on the dev question sets (README, Quality)."""
 
     k: int = Field(default=8, ge=1, le=50, description="sources offered to the answerer")
     candidates: int = Field(default=100, ge=10, description="candidates taken from each of dense and BM25 before fusion")
