@@ -15,7 +15,7 @@ from paperchat.lexical import Tokenizer
 from paperchat.providers.answerers import ExtractiveAnswerer, OpenAIAnswerer
 from paperchat.qa import QA
 from paperchat.retrieval import Retriever, as_langchain_retriever, rewrite_followup
-from paperchat.types import Answer, Scope
+from paperchat.types import Answer, Scope, Source
 
 from .conftest import SHARED, make_settings
 from .fake_llm import FakeLLM
@@ -175,3 +175,24 @@ def test_unknown_paper_is_a_clear_error(built_library: Library) -> None:
 
     with pytest.raises(NotFound):
         QA(built_library).ask("x", Scope.for_paper("0000.00000"))
+
+
+def test_topic_answers_quote_what_each_paper_does() -> None:
+    """'What methods ...' over a topic: each paper's contribution sentence, not the opening sentence that
+    restates the problem in the question's own words (real abstracts from the shared data)."""
+    wanted = {"2505.17061", "2602.11824", "2606.29431"}
+    records = {}
+    with open(SHARED / "abstracts" / "arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if any(w in line[:40] for w in wanted):
+                r = json.loads(line)
+                records[r["id"]] = r
+    sources = [
+        Source(n=i, paper_id=pid, title=r["title"], text=f"{r['title']}\n\n{' '.join(r['abstract'].split())}", score=1.0 / i)
+        for i, (pid, r) in enumerate(sorted(records.items()), start=1)
+    ]
+    assert len(sources) == 3
+    text = "".join(ExtractiveAnswerer().compose("What methods reduce hallucination in vision-language models?", sources, topic_level=True))
+    quotes = re.findall(r'"(.+?)" \[\d\]', text)
+    assert len(quotes) == 3
+    assert all(re.search(r"\b(we|this paper) (propose|introduce|present)", q, re.I) for q in quotes), quotes

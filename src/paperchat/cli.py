@@ -193,9 +193,10 @@ def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
         lines.append("")
         lines.append("References")
     for c in ans.citations:
-        authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
+        authors = ", ".join(c.authors[:3]) + (" et al" if len(c.authors) > 3 else "")
         where = f", p. {c.page}" if c.page else ""
-        lines.append(f"[{c.n}] {c.title}. {authors}. {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
+        byline = f" {authors}." if authors else ""
+        lines.append(f"[{c.n}] {c.title.rstrip('.')}.{byline} {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
         lines.append(f'    "{c.quote}"')
     return "\n".join(lines).strip()
 

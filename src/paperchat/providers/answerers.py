@@ -30,6 +30,13 @@ class Answerer(Protocol):
 
 
 _NUMBERISH = re.compile(r"^[\d.,%±()/+\-x]+$")
+# A sentence that states what a paper does ("we propose ...") answers "what do papers do about X" better
+# than the opening sentence that restates the problem in the question's own words.
+_CONTRIBUTION = re.compile(
+    r"\b(?:we|this (?:paper|work|study)|our (?:method|approach|framework))\s+(?:\w+\s+)?"
+    r"(?:propose|introduce|present|develop|design|build|formulate)s?\b",
+    re.I,
+)
 
 
 def _tabular(sentence: str) -> bool:
@@ -38,14 +45,34 @@ def _tabular(sentence: str) -> bool:
     return len(words) >= 8 and sum(bool(_NUMBERISH.match(w)) for w in words) / len(words) > 0.3
 
 
+def _sentences(src: Source) -> list[str]:
+    """The sentences of a source that can be quoted as an answer."""
+    sents = split_sentences(src.text)
+    if src.page is None and len(sents) > 1:
+        sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
+    return [s for s in sents if 25 <= len(s) <= 600 and not _tabular(s)]
+
+
+def _what_it_does(src: Source, best: str, order: dict[str, int]) -> str:
+    """For a topic answer, the paper's own statement of what it does (the best ranked one when it has
+    several) rather than its best-matching sentence, which is often the opening restatement of the problem."""
+    if _CONTRIBUTION.search(best):
+        return best
+    said = [s for s in _sentences(src) if _CONTRIBUTION.search(s)]
+    if not said:
+        return best
+    return min(said, key=lambda s: order.get(s, len(order)))
+
+
 class ExtractiveAnswerer:
     """Composes an answer from the most relevant sentences of the sources, quoting them verbatim.
 
     Sentences are scored by the stemmed query words they contain (each word counts once, rarer words in
     the sources count more), plus a small bonus for the source's rank. With an embedder, the best
     `rerank` of them are then re-scored by adding their MiniLM similarity to the question (a sentence
-    that says the answer in other words than the question's). Topic answers group sentences by paper and
-    name each paper; paper answers give the best sentences in order of relevance.
+    that says the answer in other words than the question's). Topic answers name each of the best
+    papers and quote the sentence where it says what it does ("we propose ..."), falling back to its best
+    sentence; paper answers give the best sentences in order of relevance.
     """
 
     name = "extractive"
@@ -65,12 +92,7 @@ class ExtractiveAnswerer:
         df: dict[str, int] = {}
         sent_rows: list[tuple[int, str, set[str]]] = []
         for src in sources:
-            sents = split_sentences(src.text)
-            if src.page is None and len(sents) > 1:
-                sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
-            for s in sents:
-                if len(s) < 25 or len(s) > 600 or _tabular(s):
-                    continue
+            for s in _sentences(src):
                 toks = set(self._tok(s))
                 sent_rows.append((src.n, s, toks))
                 for t in toks & q:
@@ -121,7 +143,9 @@ class ExtractiveAnswerer:
         if topic_level:
             papers = {by_n[n].paper_id for _, n, _ in picked}
             lines = [f"Across {len(papers)} paper{'s' if len(papers) != 1 else ''} in this topic:"]
+            order = {s: i for i, (_, _, s) in enumerate(ranked)}
             for _, n, s in picked:
+                s = _what_it_does(by_n[n], s, order)
                 src = by_n[n]
                 lines.append(f"- {src.title} ({src.date.isoformat() if src.date else 'n.d.'}): \"{s}\" [{n}]")
             return [line + "\n" for line in lines]
