@@ -8,7 +8,7 @@ from paperchat.ingestion.records import Failure, parse_atom, read_records, recor
 from paperchat.ingestion.text import clean_text, normalize_for_match
 from paperchat.types import Paper
 
-from .conftest import jsonl, read_sample
+from .conftest import SHARED, jsonl, read_sample
 
 
 def test_clean_text_ligatures_hyphens_whitespace() -> None:
@@ -113,3 +113,23 @@ def test_atom_response() -> None:
     assert paper.authors == ["Patrick Lewis", "Ethan Perez"]
     assert "no title" in fail.reason
     assert list(parse_atom("<html>", "x"))[0].reason.startswith("not a valid Atom")  # type: ignore[union-attr]
+
+
+def test_latex_in_titles_and_abstracts_is_shown_as_plain_text() -> None:
+    from paperchat.tex import plain
+
+    assert plain("AT$^2$PO: Agentic Turn-based Policy Optimization") == "AT²PO: Agentic Turn-based Policy Optimization"
+    assert plain(r"we propose \textbf{STAR-S} (\textbf{S}elf-\textbf{TA}ught)") == "we propose STAR-S (Self-TAught)"
+    assert plain(r"a 3$\times$ speedup, $\sim$40\% fewer tokens") == "a 3× speedup, ~40% fewer tokens"
+    assert plain(r"$O(n^2)$ with $k_{1}$ and $\alpha=0.5$") == "O(n²) with k₁ and α=0.5"
+    assert plain(r"code at \href{https://x.org}{our site}\footnote{thanks}") == "code at our site"
+    assert plain("costs $5 and $10") == "costs $5 and $10"  # money, not math
+    plain_text = "Plain text (with braces {x}) stays as it is."
+    assert plain(plain_text) == plain_text
+    # every record of the shared abstracts: no markup command survives, nothing is emptied
+    rows = [json.loads(line) for line in open(SHARED / "abstracts" / "arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl", encoding="utf-8")]
+    marked = [r for r in rows if "\\textbf" in r["abstract"] or "\\emph" in r["abstract"]]
+    assert len(marked) > 1000
+    for r in marked:
+        out = plain(r["abstract"])
+        assert "\\textbf" not in out and "\\emph" not in out and len(out) > 0.7 * len(r["abstract"])

@@ -179,8 +179,10 @@ def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-d
 
 
 def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
-    """The answer as text: body, what was searched, coverage and the reference list."""
-    lines = [ans.answer.strip(), ""]
+    """The answer as text: body, what was searched, coverage and the reference list (LaTeX shown plain)."""
+    from paperchat.tex import plain
+
+    lines = [plain(ans.answer.strip()), ""]
     if ans.fallback:
         lines.insert(0, f"[{ans.fallback}]")
     if ans.rewritten:
@@ -196,8 +198,8 @@ def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
         authors = ", ".join(c.authors[:3]) + (" et al" if len(c.authors) > 3 else "")
         where = f", p. {c.page}" if c.page else ""
         byline = f" {authors}." if authors else ""
-        lines.append(f"[{c.n}] {c.title.rstrip('.')}.{byline} {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
-        lines.append(f'    "{c.quote}"')
+        lines.append(f"[{c.n}] {plain(c.title).rstrip('.')}.{byline} {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
+        lines.append(f'    "{plain(c.quote)}"')
     return "\n".join(lines).strip()
 
 

@@ -21,7 +21,7 @@ from paperchat.qa import QA
 from paperchat.settings import Settings
 from paperchat.topics import momentum
 from paperchat.types import Answer, Scope
-from paperchat.ui.render import answer_markdown, esc, paper_rows, sources_panel, topic_link, weekly_chart
+from paperchat.ui.render import answer_markdown, esc, paper_rows, shown, sources_panel, topic_link, weekly_chart
 
 PAGE_SIZE = 20
 
@@ -173,10 +173,10 @@ def paper_view(core: Core, paper_id: str) -> str:
         else "No PDF is ingested for this paper: AskPDF answers from the abstract. Add the PDF below (upload it, or download it from arXiv) to ask about the full text."
     )
     return (
-        f'<div class="pc-paper" data-paper="{esc(p.id)}"><h2>{esc(p.title)}</h2>'
+        f'<div class="pc-paper" data-paper="{esc(p.id)}"><h2>{shown(p.title)}</h2>'
         f'<p class="pc-row-meta">{esc(", ".join(p.authors))}</p>'
         f'<p class="pc-row-meta">{esc(p.date or "")} &middot; {esc(p.id)} &middot; {tags} {"&#9733; saved" if saved else ""}</p>'
-        f'<p class="pc-links">{" ".join(links)}</p><p class="pc-abstract">{esc(p.abstract)}</p><p class="pc-dim">{note}</p></div>'
+        f'<p class="pc-links">{" ".join(links)}</p><p class="pc-abstract">{shown(p.abstract)}</p><p class="pc-dim">{note}</p></div>'
     )
 
 

@@ -7,6 +7,7 @@ import html
 import re
 from collections.abc import Sequence
 
+from paperchat.tex import plain
 from paperchat.topics import Momentum
 from paperchat.types import Answer, Paper
 
@@ -15,13 +16,18 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def shown(text: str) -> str:
+    """A title, abstract or quote for the page: LaTeX markup as plain text, then escaped."""
+    return esc(plain(text))
+
+
 def topic_link(slug: str, name: str) -> str:
     return f'<a class="pc-tag" href="#topic/{esc(slug)}">{esc(name)}</a>'
 
 
 def paper_link(pid: str, title: str, page: int | None = None) -> str:
     suffix = f"/{page}" if page else ""
-    return f'<a class="pc-paper-link" href="#paper/{esc(pid)}{suffix}">{esc(title)}</a>'
+    return f'<a class="pc-paper-link" href="#paper/{esc(pid)}{suffix}">{shown(title)}</a>'
 
 
 def weekly_chart(m: Momentum, width: int = 640, height: int = 120) -> str:
@@ -82,7 +88,7 @@ def answer_markdown(ans: Answer) -> str:
             parts.append(f"[[{n}]](#paper/{s.paper_id}{page})")
         return "".join(parts)
 
-    body = _CITE.sub(link, ans.answer)
+    body = _CITE.sub(link, plain(ans.answer))
     extra = []
     if ans.fallback:
         extra.append(f"_{ans.fallback}_")
@@ -107,6 +113,6 @@ def sources_panel(ans: Answer) -> str:
         cls = "pc-source pc-cited" if c else "pc-source"
         rows.append(
             f'<div class="{cls}"><b>[{s.n}]</b> {paper_link(s.paper_id, s.title, s.page)}{page}'
-            f' &middot; score {s.score:.4f}{sup}<blockquote>{esc(quote)}</blockquote></div>'
+            f' &middot; score {s.score:.4f}{sup}<blockquote>{shown(quote)}</blockquote></div>'
         )
     return '<div class="pc-sources"><h4>Sources</h4>' + "".join(rows) + "</div>" if rows else ""
