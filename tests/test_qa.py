@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from paperchat.library import Library
@@ -90,6 +91,24 @@ def test_extractive_sentences_reranked_by_meaning(built_library: Library) -> Non
             text = qa.ask(str(r["question"]), scope, answerer=answerer).answer.lower()
             found[name] += any(g in text for g in golds)
     assert found["reranked"] >= 4 and found["reranked"] > found["words only"]  # measured 4 vs 2 of 9
+
+
+def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_question(built_library: Library) -> None:
+    """Topic questions: the dense query moves toward BM25's best chunks; the dense score each hit reports (used
+    for abstention) is still its cosine with the question itself."""
+    question = "How do retrieval-augmented models handle conflicting knowledge?"
+    on = Retriever(built_library)
+    off = Retriever(built_library, built_library.settings.retrieval.model_copy(update={"feedback_chunks": 0}))
+    lex = built_library.ready_lexical()
+    qv = built_library.embedder.embed_query(question)
+    topic, paper = Scope.for_topic("rag"), Scope.for_paper("2005.11401")
+    lexical = lex.search(question, 100, lex.scope_mask(topic="rag"), on.params.scope_idf)
+    moved = on._dense_query(qv, topic, lexical, lex)
+    assert abs(float(np.linalg.norm(moved)) - 1.0) < 1e-5 and float(moved @ qv) < 0.999
+    assert on._dense_query(qv, paper, lexical, lex) is qv and off._dense_query(qv, topic, lexical, lex) is qv
+    for retr in (on, off):
+        for h in retr.search(question, topic, k=8):
+            assert h.dense == pytest.approx(float(lex.vectors[lex.pos[h.chunk.id]] @ qv), abs=1e-5)
 
 
 def test_topic_scope_date_window_and_diversity(built_library: Library) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from paperchat.lexical import LexicalSnapshot
 from paperchat.library import Library
 from paperchat.settings import RetrievalSettings
 from paperchat.store import date_int, topic_key
@@ -78,6 +79,20 @@ class Retriever:
             return None
         return float(np.dot(np.asarray(got["embeddings"][0], dtype=np.float32), qv))
 
+    def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: LexicalSnapshot) -> np.ndarray:
+        """For topic questions, the query vector moved toward the mean vector of BM25's best chunks
+        (pseudo-relevance feedback across the two rankings): the exact words of a broad question ("long-form
+        video") pull MiniLM back when it drifts to the topic's general theme. Off for paper and all-store
+        questions, where it did not help (SciFact train nDCG@10 0.882 -> 0.875)."""
+        p = self.params
+        if scope.kind != "topic" or p.feedback_chunks <= 0 or p.feedback_weight <= 0 or not lexical:
+            return qv
+        rows = [lex.pos[cid] for cid, _ in lexical[: p.feedback_chunks] if cid in lex.pos]
+        if not rows:
+            return qv
+        moved = qv + p.feedback_weight * lex.vectors[rows].mean(axis=0)
+        return moved / (np.linalg.norm(moved) or 1.0)
+
     def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
         """The top k chunks for the query inside the scope, best first, each with its scores.
 
@@ -100,20 +115,21 @@ class Retriever:
             until=date_int(scope.until),
         )
         in_memory = p.dense_backend == "memory" and lex.vectors is not None
+        lexical: list[tuple[str, float]] = []
+        if mode in ("hybrid", "lexical"):
+            lexical = lex.search(query, p.candidates, mask, p.scope_idf)
+        t2 = time.perf_counter()
         dense: list[tuple[str, float]] = []
         chunks: dict[str, Chunk] = {}
         if mode in ("hybrid", "dense"):
             if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
-                dense = lex.dense(qv, p.candidates, mask)
+                dense = lex.dense(self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv, p.candidates, mask)
+                dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]  # scores against the question itself
             else:  # Chroma's HNSW with a metadata filter
                 n = min(p.candidates, max(1, self.lib.store.count()))
                 found = self.lib.store.dense_search(qv, n, chroma_where(scope))
                 dense = [(c.id, s) for c, s in found]
                 chunks = {c.id: c for c, _ in found}
-        t2 = time.perf_counter()
-        lexical: list[tuple[str, float]] = []
-        if mode in ("hybrid", "lexical"):
-            lexical = lex.search(query, p.candidates, mask, p.scope_idf)
         t3 = time.perf_counter()
         dense_ids = [cid for cid, _ in dense]
         lex_ids = [cid for cid, _ in lexical]
@@ -150,8 +166,8 @@ class Retriever:
         t4 = time.perf_counter()
         self.last_timings = {
             "embed_query": (t1 - t0) * 1000,
-            "dense": (t2 - t1) * 1000,
-            "lexical": (t3 - t2) * 1000,
+            "lexical": (t2 - t1) * 1000,
+            "dense": (t3 - t2) * 1000,
             "fuse": (t4 - t3) * 1000,
         }
         return hits
