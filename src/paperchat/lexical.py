@@ -168,15 +168,22 @@ class LexicalSnapshot:
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
 
     def _scope_scores(self, q: Sequence[str], mask: np.ndarray, power: float) -> np.ndarray:
+        """BM25 with each term's weight scaled by its scoped IDF, read straight from bm25s's posting lists
+        (the chunk ids and precomputed scores of each term: no pass over every chunk per term)."""
+        sc = self._model.scores
+        indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
         n_all, n_scope = len(self.ids), int(mask.sum())
         total = np.zeros(n_all, dtype=np.float32)
         for term, times in Counter(q).items():
-            part = self._model.get_scores([term])
-            has = part > 0
-            idf_all = math.log(1 + (n_all - has.sum() + 0.5) / (has.sum() + 0.5))
-            df_scope = int(np.count_nonzero(has & mask))
+            t = self._model.vocab_dict[term]
+            docs = np.asarray(indices[indptr[t] : indptr[t + 1]])
+            if docs.size == 0:
+                continue
+            idf_all = math.log(1 + (n_all - docs.size + 0.5) / (docs.size + 0.5))
+            df_scope = int(np.count_nonzero(mask[docs]))
             idf_scope = math.log(1 + (n_scope - df_scope + 0.5) / (df_scope + 0.5))
-            total += part * (times * (idf_scope / idf_all) ** power if idf_all > 0 else times)
+            weight = times * (idf_scope / idf_all) ** power if idf_all > 0 else times
+            np.add.at(total, docs, np.asarray(data[indptr[t] : indptr[t + 1]]) * weight)
         return total
 
 
