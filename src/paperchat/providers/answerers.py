@@ -108,13 +108,13 @@ class ExtractiveAnswerer:
             out.append((score, src_n, s))
         out.sort(key=lambda r: -r[0])
         if self.embedder is not None and len(out) > 1 and self.rerank > 1:
-            out = self._rerank(question, out)
+            out = self._rerank(self.embedder, question, out)
         return out
 
-    def _rerank(self, question: str, ranked: list[tuple[float, int, str]]) -> list[tuple[float, int, str]]:
+    def _rerank(self, embedder: Embedder, question: str, ranked: list[tuple[float, int, str]]) -> list[tuple[float, int, str]]:
+        """The head of the word ranking re-scored: word score relative to the best one, plus cosine."""
         head = ranked[: max(self.rerank, self.max_sentences)]
-        assert self.embedder is not None
-        cos = self.embedder.embed([s for _, _, s in head]) @ self.embedder.embed_query(question)
+        cos = embedder.embed([s for _, _, s in head]) @ embedder.embed_query(question)
         top = head[0][0]
         rescored = [(score / top + float(c), n, s) for (score, n, s), c in zip(head, cos, strict=True)]
         rescored.sort(key=lambda r: -r[0])
