@@ -183,7 +183,7 @@ class LexicalSnapshot:
             df_scope = int(np.count_nonzero(mask[docs]))
             idf_scope = math.log(1 + (n_scope - df_scope + 0.5) / (df_scope + 0.5))
             weight = times * (idf_scope / idf_all) ** power if idf_all > 0 else times
-            np.add.at(total, docs, np.asarray(data[indptr[t] : indptr[t + 1]]) * weight)
+            total[docs] += np.asarray(data[indptr[t] : indptr[t + 1]]) * weight  # a posting list names each chunk once
         return total
 
 

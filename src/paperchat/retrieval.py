@@ -123,8 +123,10 @@ class Retriever:
         chunks: dict[str, Chunk] = {}
         if mode in ("hybrid", "dense"):
             if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
-                dense = lex.dense(self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv, p.candidates, mask)
-                dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]  # scores against the question itself
+                dq = self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv
+                dense = lex.dense(dq, p.candidates, mask)
+                if dq is not qv:  # ranked by the moved query; the scores shown and used to abstain stay the question's
+                    dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
             else:  # Chroma's HNSW with a metadata filter
                 n = min(p.candidates, max(1, self.lib.store.count()))
                 found = self.lib.store.dense_search(qv, n, chroma_where(scope))
