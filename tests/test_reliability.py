@@ -195,7 +195,9 @@ from paperchat.ingestion.records import read_records
 lib = Library(Settings(data_dir=Path(sys.argv[1])))
 lib.embedder.embed(["warm up"])
 print("ready", flush=True)
-Ingester(lib).ingest_records(read_records(Path(sys.argv[2])))
+# progress after each stored batch of 8: the parent kills after the batch its seed chose, wherever the
+# machine's speed puts that moment in wall-clock time
+Ingester(lib, progress=lambda papers, _c: print(f"batch {papers // 8}", flush=True)).ingest_records(read_records(Path(sys.argv[2])))
 print("done", flush=True)
 """
 
@@ -216,22 +218,26 @@ def test_sigkill_trials_seeded(tmp_path: Path, shared: Path, embedder: CountingE
     rng = random.Random(20261202)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     outcomes = []
-    for trial in range(10):
+    kill_points = [rng.randrange(0, 6) for _ in range(10)]  # after batch k of 6 (k = 0: right after start)
+    for trial, k in enumerate(kill_points):
         data = tmp_path / f"t{trial}"
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(src)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 2.5))
+        line = "batch 0"
+        while line != f"batch {k}" and line != "done":
+            line = proc.stdout.readline().strip()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         lib = Library(make_settings(data), embedder=embedder)  # type: ignore[arg-type]
         partial, _ = _ids(lib)
         outcomes.append(len(partial))
+        assert len(partial) >= 8 * k, f"trial {trial}: batch {k} was reported stored but {len(partial)} chunks are"
         Ingester(lib).ingest_records(read_records(src))  # the rerun
         ids, lex = _ids(lib)
         lib.close()
         assert len(ids) == len(set(ids)), f"trial {trial}: duplicates"
         assert sorted(ids) == sorted(want) == lex, f"trial {trial}: differs from the uninterrupted run"
-    assert len(set(outcomes)) >= 3, outcomes  # the kills landed at different points
+    assert len(set(kill_points)) >= 3 and len(set(outcomes)) >= 3, (kill_points, outcomes)  # different points
 
 
 APP_CHILD = """

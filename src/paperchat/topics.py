@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from paperchat.dates import is_plausible, plausible
 from paperchat.errors import ConfigError
 from paperchat.types import Paper
 
@@ -191,6 +192,9 @@ def momentum(
         now: the reference day; the newest date in the corpus when None.
         small: below this many papers in either window the change is flagged as not a trend.
     """
+    # a date before 1991 or after tomorrow is a data error: it never sets "now" nor counts in a window
+    topic_dates = plausible(topic_dates)
+    all_weekly = {w: c for w, c in all_weekly.items() if is_plausible(w)}
     if now is None:
         candidates = list(topic_dates) + [w + dt.timedelta(days=6) for w in all_weekly if all_weekly[w]]
         now = max(candidates) if candidates else dt.date.today()

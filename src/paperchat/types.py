@@ -25,9 +25,11 @@ class Paper(BaseModel):
 
     @property
     def abs_url(self) -> str:
-        if self.url:
-            return self.url
-        return f"https://arxiv.org/abs/{self.id}" if is_arxiv_id(self.id) else ""
+        """arXiv's page for arXiv ids; else the stored link when it is http(s) (never javascript: or data:)."""
+        if is_arxiv_id(self.id):
+            return f"https://arxiv.org/abs/{self.id}"
+        url = self.url.strip()
+        return url if url.lower().startswith(("https://", "http://")) and not any(c in url for c in " <>\"'") else ""
 
     @property
     def pdf_url(self) -> str:

@@ -7,6 +7,7 @@ import concurrent.futures as cf
 import hashlib
 import json
 import multiprocessing as mp
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -154,6 +155,35 @@ def _worker(path: str, max_mb: float, max_pages: int) -> ParsedPdf | tuple[str, 
         return ("error", f"the PDF could not be parsed ({type(exc).__name__}: {exc})")
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: the worker dies when the ingest that started it dies, even by SIGKILL.
+
+    The kernel's parent-death signal (Linux prctl) kills it at once; a watchdog thread on the parent's pid
+    covers other systems (and a parent that died before the signal was armed).
+    """
+    import ctypes
+    import signal
+    import sys
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="paperchat-parent-watch", daemon=True).start()
+
+
 @dataclass
 class ParseResult:
     path: Path
@@ -171,7 +201,7 @@ def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: 
     ctx = mp.get_context("fork")
     pending = list(paths)
     while pending:
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),))
         futures = [pool.submit(_worker, str(p), max_mb, max_pages) for p in pending]
         restart_from: int | None = None
         for i, (path, fut) in enumerate(zip(pending, futures, strict=True)):

