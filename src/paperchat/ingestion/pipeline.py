@@ -262,7 +262,10 @@ class Ingester:
         self._remove_stale([paper.id], "pdf", {c.id for c in chunks}, report)
         if is_new:
             self.lib.catalog.upsert_papers([(paper, abs_chunk.id if abs_chunk else None, topics)])
-        self.lib.catalog.set_pdf(paper, str(Path(pdf.path).resolve()), pdf.sha256, pdf_hash, topics)
+        from paperchat.ingestion.pdfstore import store_pdf  # the app serves only these copies, never the source folder
+
+        stored = store_pdf(Path(pdf.path), pdf.sha256, self.settings)
+        self.lib.catalog.set_pdf(paper, str(stored), pdf.sha256, pdf_hash, topics)
         report.papers += 1
         report.paper_ids.append(paper.id)
 
