@@ -1,7 +1,11 @@
-"""Start paperchat on the bundled demo corpus (first start ingests it): `python app.py`."""
+"""Start paperchat on the bundled demo corpus (first start ingests it): `python app.py`.
 
-from paperchat.settings import Settings
-from paperchat.ui.app import serve
+The same as `paperchat serve`: errors print one line (`paperchat: error: ...`) and exit 2.
+"""
+
+import sys
+
+from paperchat.cli import main
 
 if __name__ == "__main__":
-    serve(Settings())
+    sys.exit(main(["serve"]))

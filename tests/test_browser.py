@@ -2,7 +2,8 @@
 
 Opens the app, opens a topic and checks the momentum figures against the store, presses J/J/K/S and
 checks the saved list, asks a topic question and follows a citation link, uploads a real PDF and asks
-about it, and checks that a hostile title renders as text. Screenshots go to test-artefacts/.
+about it, and checks that a hostile title renders as text; opens a hostile record (javascript: URL, HTML in
+its abstract) and asks about it: no dialog, no iframe, no javascript: link. Screenshots go to test-artefacts/.
 `.ci/run` installs Debian's chromium; in CI a missing browser fails the test instead of skipping it.
 """
 
@@ -133,3 +134,35 @@ def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs
     page.wait_for_selector('[class*="message"] a[href^="#paper/1706.03762/"]', timeout=30_000)
     _shot(page, "06-askpdf-upload")
     assert not dialogs
+
+
+@pytest.mark.slow
+def test_hostile_record_is_inert_in_a_real_browser(built_library: Library, page: Any) -> None:
+    """Issue 12: a record with a javascript: URL and HTML in its abstract, opened and asked about."""
+    from paperchat.ingestion.pipeline import Ingester
+    from tests.test_security import HOSTILE_ID, hostile_paper
+
+    rep = Ingester(built_library).ingest_records([hostile_paper()])
+    assert not rep.failed
+    with served_app(built_library) as (url, _core):
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        page.wait_for_selector(".pc-card")
+        page.evaluate(f"location.hash = 'paper/{HOSTILE_ID}'")
+        page.wait_for_selector(f'.pc-paper[data-paper="{HOSTILE_ID}"]')
+        page.wait_for_function("() => document.body.innerText.includes('onerror=alert(1)')")
+        pq = page.get_by_placeholder("Ask about this paper ...")
+        pq.fill("How does sparse expert routing reduce compute?")
+        pq.press("Enter")
+        cite = page.wait_for_selector(f'[class*="message"] a[href^="#paper/{HOSTILE_ID}"]', timeout=60_000)
+        page.wait_for_selector(".pc-sources")
+        # the text of the chat message that holds the citation
+        answer = cite.evaluate("a => { let e = a; while (e && e.innerText.length < 80) e = e.parentElement; return e ? e.innerText : '' }")
+        assert "iframe" in answer or "onerror" in answer, answer  # the answer does quote the hostile text, as text
+        page.wait_for_timeout(500)  # let a (hostile) iframe or image load and fire, were there one
+        _shot(page, "07-hostile-record")
+        assert not dialogs, dialogs
+        assert page.locator("iframe").count() == 0
+        assert page.locator('a[href^="javascript" i]').count() == 0
+        assert page.locator("[onerror]").count() == 0 and page.locator('img[src="x"]').count() == 0

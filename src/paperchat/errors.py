@@ -36,6 +36,10 @@ class EmbedderMismatch(StoreError):
     """The store was built with another embedder."""
 
 
+class InputError(PaperchatError):
+    """A question or other input from a person is unusable as given (too long, empty)."""
+
+
 class NotFound(PaperchatError):
     """A paper, topic or file does not exist."""
 

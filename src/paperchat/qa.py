@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from paperchat.citations import build_citations, parse_citations, strip_invalid
-from paperchat.errors import AnswererError, NotFound
+from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer, get_answerer
@@ -27,6 +27,16 @@ def redact_prompt(text: str) -> str:
             low = text.lower()
             i = low.find(line.lower())
     return text
+
+
+def check_question(question: str, limit: int) -> None:
+    """Refuse a question over `limit` characters (settings.max_question_chars), before any work is done.
+
+    Raises:
+        InputError: the question is too long; the message gives its length and the limit.
+    """
+    if len(question) > limit:
+        raise InputError(f"the question is {len(question):,} characters, over the {limit:,} limit", "shorten it")
 
 
 class QA:
@@ -56,7 +66,7 @@ class QA:
                     title=p.title if p else h.chunk.paper_id,
                     authors=p.authors if p else [],
                     date=p.date if p else None,
-                    url=p.abs_url if p else "",
+                    url=p.abs_url if p and p.abs_url.lower().startswith(("http://", "https://")) else "",  # never javascript: for API clients
                     page=h.chunk.page,
                     text=h.chunk.text,
                     score=h.score,
@@ -87,7 +97,13 @@ class QA:
         return rewrite_followup(question, history)
 
     def stream(self, question: str, scope: Scope, history: Sequence[str] = (), k: int | None = None, answerer: Answerer | None = None) -> Iterator[str | Answer]:
-        """Yield answer text pieces as they come, then the final Answer record."""
+        """Yield answer text pieces as they come, then the final Answer record.
+
+        Raises:
+            InputError: the question is over settings.max_question_chars.
+            NotFound: the scope's paper or topic does not exist.
+        """
+        check_question(question, self.lib.settings.max_question_chars)
         self._check_scope(scope)
         answerer = answerer or self.answerer
         timings: dict[str, float] = {}

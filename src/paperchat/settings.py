@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="address the app binds to")
     port: int | None = Field(default=None, description="port of the app (else GRADIO_SERVER_PORT, else 7860)")
     auth: str | None = Field(default=None, description="'user:password' required when serving beyond 127.0.0.1")
+    max_question_chars: int = Field(
+        default=4000, ge=1, description="longest question accepted (characters) by the CLI, the app and its API; longer ones are refused"
+    )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="retrieval knobs")
 
     @property

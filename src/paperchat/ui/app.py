@@ -9,6 +9,7 @@ from paperchat.settings import Settings
 from paperchat.types import Scope
 from paperchat.ui import handlers as h
 from paperchat.ui.assets import CSS, JS
+from paperchat.ui.render import md_text
 
 
 def build_app(settings: Settings, core: h.Core | None = None) -> Any:
@@ -48,7 +49,7 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
                         topic_list = gr.HTML()
                     with gr.Column(scale=2):
                         gr.HTML("<h3>Ask about this topic</h3>")
-                        topic_chat = gr.Chatbot(height=420, show_label=False)
+                        topic_chat = gr.Chatbot(height=420, show_label=False, sanitize_html=True)
                         topic_q = gr.Textbox(placeholder="Ask about this topic ...", show_label=False)
                         with gr.Accordion("Answer settings", open=False):
                             t_answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
@@ -63,7 +64,7 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
                     fetch_btn = gr.Button("Download from arXiv", scale=0)
                     attach_msg = gr.Markdown()
                 gr.HTML("<h3>AskPDF</h3>")
-                paper_chat = gr.Chatbot(height=380, show_label=False)
+                paper_chat = gr.Chatbot(height=380, show_label=False, sanitize_html=True)
                 paper_q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
                 p_answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
                 paper_sources = gr.HTML()
@@ -100,9 +101,9 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
             elif kind == "save" and rest:
                 try:
                     on = h.toggle_save(core, rest)
-                    msg = f"{'Saved' if on else 'Removed from saved'}: {rest}"
+                    msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
                 except Exception as exc:
-                    msg = str(exc)
+                    msg = md_text(str(exc))
             head, rows, fbtn = show_topic(slug, now, filter_text, page)
             paper = h.paper_view(core, pid) if pid else gr.update()
             return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, paper, h.lists_html(core), msg
@@ -147,8 +148,8 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
             pid, msg = h.upload_pdf(core, path)
             progress(1.0)
             if pid is None:
-                return gr.update(), gr.update(), gr.update(), f"**{msg}**", []
-            return gr.update(selected="paper"), pid, h.paper_view(core, pid), msg, []
+                return gr.update(), gr.update(), gr.update(), f"**{md_text(msg)}**", []
+            return gr.update(selected="paper"), pid, h.paper_view(core, pid), md_text(msg), []
 
         up.upload(on_upload, up, [tabs, paper_state, paper_html, up_msg, paper_chat], api_visibility="private", concurrency_limit=1)
 
@@ -156,11 +157,11 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
             if not pid:
                 return gr.update(), "Open a paper first."
             new_pid, msg = h.upload_pdf(core, path, paper_id=pid)
-            return (h.paper_view(core, pid) if new_pid else gr.update()), msg
+            return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
 
         def on_fetch(pid: str) -> tuple[Any, ...]:
             new_pid, msg = h.download_arxiv_pdf(core, pid)
-            return (h.paper_view(core, pid) if new_pid else gr.update()), msg
+            return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
 
         fetch_btn.click(on_fetch, paper_state, [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
         attach.upload(on_attach, [attach, paper_state], [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
@@ -209,6 +210,30 @@ def exposure_auth(settings: Settings, insecure: bool = False) -> tuple[str, str]
     return auth
 
 
+def allowed_paths(settings: Settings) -> list[str]:
+    """The only folder the app serves files from: its own `<sha256>.pdf` copies (never a PDF's source folder)."""
+    from paperchat.ingestion.pdfstore import store_dir
+
+    folder = store_dir(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    return [str(folder.resolve())]
+
+
+def launch_options(settings: Settings) -> dict[str, Any]:
+    """What `demo.launch` needs beyond host and port: the one served folder, the upload size and a cap on
+    every other request body (Gradio 6.31 has no request-size option of its own; `max_file_size` only
+    limits uploaded files, so a 100 MB question would otherwise be read and parsed whole)."""
+    from starlette.middleware import Middleware
+
+    from paperchat.ui.limits import BodyLimit, request_limit_bytes
+
+    return {
+        "allowed_paths": allowed_paths(settings),
+        "max_file_size": f"{int(settings.max_pdf_mb)}mb",
+        "app_kwargs": {"middleware": [Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
+    }
+
+
 def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) -> None:
     """Open the library (ingesting the bundled demo corpus on first start) and launch the app on
     settings.host/port (GRADIO_SERVER_PORT honoured); other hosts need PAPERCHAT_AUTH unless insecure."""
@@ -224,8 +249,11 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
         if report is not None:
             print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
             core.library.ready_lexical()
+    from paperchat.ingestion.pdfstore import adopt_legacy_pdfs
+
+    adopted, unlinked = adopt_legacy_pdfs(core.library)  # stores made before the app kept its own copies
+    if adopted or unlinked:
+        print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")
     demo = build_app(settings, core)
-    settings.uploads_dir.mkdir(parents=True, exist_ok=True)
-    # the app may open the local PDFs it ingested, and nothing else
-    allowed = sorted({str(settings.uploads_dir.resolve())} | {str(__import__("pathlib").Path(p.pdf_path).parent) for p in core.library.catalog.iter_papers() if p.pdf_path})
-    demo.launch(server_name=settings.host, server_port=port, auth=auth, allowed_paths=allowed, max_file_size=f"{int(settings.max_pdf_mb)}mb", footer_links=["api"])
+    # the app serves its own PDF copies and nothing else (not the folders the PDFs came from)
+    demo.launch(server_name=settings.host, server_port=port, auth=auth, footer_links=["api"], **launch_options(settings))

@@ -6,22 +6,23 @@ They never raise to the page: errors come back as a message in words.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from paperchat.errors import PaperchatError
 from paperchat.ingestion.pdf import check_pdf_file, sha256_file
+from paperchat.ingestion.pdfstore import store_pdf, stored_copy
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.library import Library
-from paperchat.qa import QA
+from paperchat.qa import QA, check_question
 from paperchat.settings import Settings
 from paperchat.topics import momentum
 from paperchat.types import Answer, Scope
-from paperchat.ui.render import answer_markdown, esc, paper_rows, shown, sources_panel, topic_link, weekly_chart
+from paperchat.ui.render import abs_link, answer_markdown, esc, md_plain, md_text, paper_rows, shown, sources_panel, topic_link, weekly_chart
 
 PAGE_SIZE = 20
 
@@ -161,10 +162,12 @@ def paper_view(core: Core, paper_id: str) -> str:
     tags = " ".join(topic_link(t, names.get(t, t)) for t in p.topics)
     saved = paper_id in lib.catalog.saved()
     links = []
-    if p.abs_url:
-        links.append(f'<a class="pc-btn" href="{esc(p.abs_url)}" target="_blank" rel="noopener">arXiv</a>')
-    if p.pdf_path:
-        links.append(f'<a class="pc-btn" href="/gradio_api/file={esc(p.pdf_path)}" target="_blank" rel="noopener">Open paper (local PDF)</a>')
+    abs_url = abs_link(p)  # http(s) only: a stored javascript: URL never becomes a link
+    if abs_url:
+        links.append(f'<a class="pc-btn" href="{esc(abs_url)}" target="_blank" rel="noopener">{"arXiv" if "arxiv.org/" in abs_url else "Abstract page"}</a>')
+    local = stored_copy(p.pdf_path, core.settings)  # the app's own copy, the only PDFs it serves
+    if local is not None:
+        links.append(f'<a class="pc-btn" href="/gradio_api/file={esc(quote(str(local)))}" target="_blank" rel="noopener">Open paper (local PDF)</a>')
     elif p.pdf_url:
         links.append(f'<a class="pc-btn" href="{esc(p.pdf_url)}" target="_blank" rel="noopener">Open paper (arXiv PDF)</a>')
     note = (
@@ -181,28 +184,43 @@ def paper_view(core: Core, paper_id: str) -> str:
 
 
 def upload_pdf(core: Core, file_path: str | None, paper_id: str | None = None) -> tuple[str | None, str]:
-    """Ingest an uploaded PDF (stored by content hash, never by its name); returns (paper id, message)."""
+    """Ingest an uploaded PDF (stored by content hash, never by its name); returns (paper id, message).
+
+    A PDF that fails to ingest leaves no stored copy behind.
+    """
     if not file_path:
         return None, "Choose a PDF first."
     src = Path(file_path)
+    stored: Path | None = None
+    existed = True
     try:
         check_pdf_file(src, core.settings.max_pdf_mb)
         sha = sha256_file(src)
         known = core.library.catalog.find_by_pdf_sha(sha)
         if known is not None and paper_id in (None, known.id):
             return known.id, f"Already in the library: {known.title}"
-        core.settings.uploads_dir.mkdir(parents=True, exist_ok=True)
-        stored = core.settings.uploads_dir / f"{sha}.pdf"
-        if not stored.exists():
-            shutil.copyfile(src, stored)
+        existed = stored_copy(f"{sha}.pdf", core.settings) is not None
+        stored = store_pdf(src, sha, core.settings)
         rep = Ingester(core.library).ingest_pdfs([stored], paper_id=paper_id)
-    except PaperchatError as exc:
+    except Exception as exc:  # a failed upload leaves no file behind, whatever failed
+        if stored is not None and not existed:
+            _drop_unused(core, stored, sha)
+        if not isinstance(exc, PaperchatError):
+            raise
         return None, str(exc)
     if rep.failed:
+        if stored is not None and not existed:
+            _drop_unused(core, stored, sha)
         return None, f"Could not read this PDF: {rep.failed[0].reason}"
     pid = rep.paper_ids[0]
     p = core.library.catalog.get(pid)
     return pid, f"Ingested {p.title if p else pid}: {rep.chunks_added} new chunks in {rep.seconds:.1f} s."
+
+
+def _drop_unused(core: Core, stored: Path, sha: str) -> None:
+    """Remove a stored copy that this upload made when no paper refers to it."""
+    if core.library.catalog.find_by_pdf_sha(sha) is None:
+        stored.unlink(missing_ok=True)
 
 
 def download_arxiv_pdf(core: Core, paper_id: str) -> tuple[str | None, str]:
@@ -235,16 +253,22 @@ def make_scope(kind: str, target: str, since: str | None = None) -> Scope:
 
 
 def chat_stream(core: Core, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None, since: str | None = None, answerer: str | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
-    """Stream a chat turn: yields (chat messages, sources panel html)."""
+    """Stream a chat turn: yields (chat messages, sources panel html). Every message is Markdown-escaped."""
     question = (question or "").strip()
     if not question:
         yield history, ""
         return
+    try:  # before the question is echoed anywhere: a huge one is refused, not shown
+        check_question(question, core.settings.max_question_chars)
+    except PaperchatError as exc:
+        yield history + [{"role": "assistant", "content": md_text(str(exc))}], ""
+        return
     if not target:
         yield history + [{"role": "assistant", "content": "Open a topic or a paper first."}], ""
         return
-    msgs = history + [{"role": "user", "content": question}, {"role": "assistant", "content": ""}]
-    past = [m["content"] for m in history if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    msgs = history + [{"role": "user", "content": md_text(question)}, {"role": "assistant", "content": ""}]
+    shown_past = [c for m in history if m.get("role") == "user" and isinstance(c := m.get("content"), str)]
+    past = [q for q in map(md_plain, shown_past) if len(q) <= core.settings.max_question_chars]
     try:
         ans_impl = None
         if answerer and answerer != core.settings.answerer:
@@ -258,15 +282,16 @@ def chat_stream(core: Core, question: str, kind: str, target: str, history: list
                 yield msgs, sources_panel(item)
                 return
             text += item
-            msgs[-1]["content"] = text
+            msgs[-1]["content"] = md_text(text)
             yield msgs, ""
     except Exception as exc:  # the page never shows a stack trace
-        msgs[-1]["content"] = _error(exc).replace('<div class="pc-error">', "").replace("</div>", "")
+        msg = str(exc) if isinstance(exc, PaperchatError) else f"Something went wrong ({type(exc).__name__}). Please try again."
+        msgs[-1]["content"] = md_text(msg)
         yield msgs, ""
 
 
 def ask_json(core: Core, question: str, scope: Scope) -> dict[str, Any]:
-    """The answer record as JSON (the same shape as `paperchat ask --json`)."""
+    """The answer record as JSON (the same shape as `paperchat ask --json`); errors as {"error": message}."""
     try:
         return core.qa.ask(question, scope).to_json()
     except PaperchatError as exc:

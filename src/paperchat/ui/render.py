@@ -1,4 +1,8 @@
-"""HTML pieces of the pages. Every title, author, abstract and answer is escaped: content is data."""
+"""HTML pieces of the pages. Every title, author, abstract and answer is escaped: content is data.
+
+Stored text (records, PDFs, answers quoting them) reaches the page only through `esc`/`shown` (HTML) or
+`md_text` (Markdown for the chat), and a stored URL becomes a link only through `safe_url` (http/https).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,11 @@ import datetime as dt
 import html
 import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from paperchat.tex import plain
 from paperchat.topics import Momentum
-from paperchat.types import Answer, Paper
+from paperchat.types import Answer, Paper, is_arxiv_id
 
 
 def esc(text: object) -> str:
@@ -19,6 +24,37 @@ def esc(text: object) -> str:
 def shown(text: str) -> str:
     """A title, abstract or quote for the page: LaTeX markup as plain text, then escaped."""
     return esc(plain(text))
+
+
+_MD_SPECIAL = re.compile(r"([\\`\[\]!])")
+_SAFE_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]+", re.IGNORECASE)
+
+
+def md_text(text: str) -> str:
+    """Text for a Markdown message (the chat): HTML escaped, and no link, image or code syntax survives.
+
+    `<`, `>` and `&` become entities, so `<iframe>` or `<img onerror>` show as text; `[`, `]`, `!`,
+    backticks and backslashes are backslash-escaped, so `[x](javascript:...)` is not a link.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", esc(text))
+
+
+def md_plain(text: str) -> str:
+    """The inverse of `md_text` (a shown chat message back to what was typed)."""
+    return html.unescape(re.sub(r"\\([\\`\[\]!])", r"\1", text))
+
+
+def safe_url(url: str | None) -> str:
+    """The URL when it is a plain http(s) URL, else "" (javascript:, data:, relative ... never become links)."""
+    u = (url or "").strip()
+    return u if _SAFE_URL.fullmatch(u) else ""
+
+
+def abs_link(p: Paper) -> str:
+    """The paper's abstract page: built from the id for arXiv ids, else the stored URL when it is http(s)."""
+    if is_arxiv_id(p.id):
+        return f"https://arxiv.org/abs/{p.id}"
+    return safe_url(p.url)
 
 
 def topic_link(slug: str, name: str) -> str:
@@ -75,7 +111,8 @@ _CITE = re.compile(r"\[(\d+(?:,\s*\d+)*)\]")
 
 
 def answer_markdown(ans: Answer) -> str:
-    """The answer for the chat: citations become links to the paper view (and page)."""
+    """The answer for the chat: its text escaped (it quotes stored abstracts and PDFs), citations as links
+    to the paper view (and page)."""
     by_n = {s.n: s for s in ans.sources}
 
     def link(m: re.Match[str]) -> str:
@@ -85,20 +122,26 @@ def answer_markdown(ans: Answer) -> str:
             if s is None:
                 continue
             page = f"/{s.page}" if s.page else ""
-            parts.append(f"[[{n}]](#paper/{s.paper_id}{page})")
+            parts.append(f"[[{n}]](#paper/{quote(s.paper_id, safe='/.-_')}{page})")
         return "".join(parts)
 
-    body = _CITE.sub(link, plain(ans.answer))
+    text = plain(ans.answer)
+    body, last = [], 0
+    for m in _CITE.finditer(text):  # escape the text between citations; the citations become our links
+        body.append(md_text(text[last : m.start()]))
+        body.append(link(m))
+        last = m.end()
+    body.append(md_text(text[last:]))
     extra = []
     if ans.fallback:
-        extra.append(f"_{ans.fallback}_")
+        extra.append(f"_{md_text(ans.fallback)}_")
     if ans.rewritten:
-        extra.append(f"_searched for: {ans.query}_")
+        extra.append(f"_searched for: {md_text(ans.query)}_")
     if ans.coverage:
-        extra.append(f"_{ans.coverage}_")
+        extra.append(f"_{md_text(ans.coverage)}_")
     if ans.uncited:
         extra.append("_warning: this answer cites no source_")
-    return body + ("\n\n" + "  \n".join(extra) if extra else "")
+    return "".join(body) + ("\n\n" + "  \n".join(extra) if extra else "")
 
 
 def sources_panel(ans: Answer) -> str:

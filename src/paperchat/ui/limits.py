@@ -1,0 +1,86 @@
+"""A cap on request bodies for the app: a 100 MB question is refused at the door (413), not parsed.
+
+Gradio's `max_file_size` only limits uploaded files; every other request (a chat turn, an API call) is
+read whole and parsed as JSON. This ASGI middleware refuses bodies over a limit on every path except the
+upload route, which Gradio itself limits with `max_file_size`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from paperchat.settings import Settings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def request_limit_bytes(settings: Settings) -> int:
+    """Largest request body accepted outside uploads: 2 MiB (a chat turn carries its history) plus room
+    for a question of settings.max_question_chars even when every character is JSON-escaped (6 bytes)."""
+    return 2 * 1024 * 1024 + 6 * settings.max_question_chars
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a request body over `max_bytes`, by Content-Length or while it streams in.
+
+    Args:
+        app: the wrapped ASGI app.
+        max_bytes: the limit.
+        exempt_suffixes: path endings left to the app (Gradio's upload route limits its own files).
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, exempt_suffixes: tuple[str, ...] = ("/upload",)) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.exempt_suffixes = exempt_suffixes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or str(scope.get("path", "")).rstrip("/").endswith(self.exempt_suffixes):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.max_bytes
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await self._refuse(send)
+                    return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return msg
+
+        async def tracked(msg: Message) -> None:
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = f"request body over the {self.max_bytes:,}-byte limit (questions: at most the configured number of characters)".encode()
+        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
