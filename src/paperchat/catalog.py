@@ -2,18 +2,51 @@
 
 Chroma holds the chunks and vectors; this holds what pages and lists need without touching vectors.
 Every write is one transaction, so a killed process leaves either the old or the new row.
+
+Follows and saves are also mirrored to `user_lists.json` beside the database (rewritten atomically on each
+change), so a damaged or recreated catalogue does not take them with it: a new, empty catalogue restores
+them from the mirror. A damaged database file raises StoreError naming `paperchat doctor --repair`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
+from paperchat.errors import StoreError
 from paperchat.types import Paper
+
+USER_LISTS = "user_lists.json"
+REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def damaged(path: Path, exc: BaseException) -> StoreError:
+    """The error for a catalogue file SQLite cannot read."""
+    return StoreError(f"the catalogue {path} is damaged ({exc})", REPAIR_HINT)
+
+
+def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn SQLite's errors about a damaged file into a StoreError that says what to run."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
+
+    return wrapper
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -62,18 +95,40 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self.mirror = path.parent / USER_LISTS
+        # a missing or 0-byte file: SQLite makes a new, empty catalogue of it (the caller may want to know)
+        self.was_empty = not path.exists() or path.stat().st_size == 0
         self._lock = threading.RLock()
-        with self._lock, self._conn:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+            with self._lock, self._conn:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.executescript(_SCHEMA)
+                for table in ("papers", "paper_topics", "meta", "follows", "saves"):  # cheap: reads each table's pages
+                    self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise damaged(path, exc) from exc
+        if self.was_empty:
+            self.restore_user_lists()
 
     def close(self) -> None:
         self._conn.close()
 
+    def integrity(self) -> str:
+        """SQLite's quick check: "ok", or what is wrong (reads the whole file: for `paperchat doctor`)."""
+        try:
+            with self._lock:
+                rows = self._conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return "; ".join(str(r[0]) for r in rows[:3])
+
     # -- papers -------------------------------------------------------------------------------
 
+    @_guarded
     def hashes(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
         """(abstract_hash, pdf_hash) of the given papers that exist."""
         out: dict[str, tuple[str | None, str | None]] = {}
@@ -86,6 +141,21 @@ class Catalog:
                     out[pid] = (ah, ph)
         return out
 
+    @_guarded
+    def sample_abstract_hashes(self, n: int) -> list[str]:
+        """Up to n abstract chunk ids (a paper's abstract_hash is its abstract chunk's id), picked at random."""
+        with self._lock:
+            q = "SELECT abstract_hash FROM papers WHERE abstract_hash IS NOT NULL ORDER BY random() LIMIT ?"
+            return [r[0] for r in self._conn.execute(q, (n,))]
+
+    @_guarded
+    def stored_hashes(self) -> dict[str, tuple[str | None, str | None, str | None]]:
+        """Every paper's (abstract_hash, pdf_hash, pdf_path): what the store should hold for it."""
+        with self._lock:
+            rows = self._conn.execute("SELECT id, abstract_hash, pdf_hash, pdf_path FROM papers").fetchall()
+        return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
+
+    @_guarded
     def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]]) -> None:
         """Insert or update papers with their abstract hash and topics, keeping PDF fields."""
         with self._lock, self._conn:
@@ -101,6 +171,7 @@ class Catalog:
                 )
                 self._set_topics(paper.id, topics)
 
+    @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
         """Record that a PDF was ingested for a paper (creating the paper when it is new)."""
         with self._lock, self._conn:
@@ -120,6 +191,7 @@ class Catalog:
             "INSERT OR IGNORE INTO paper_topics (paper_id, topic) VALUES (?, ?)", [(paper_id, t) for t in topics]
         )
 
+    @_guarded
     def replace_all_topics(self, memberships: dict[str, list[str]]) -> None:
         """Replace every paper's topics at once (after the topic rules changed)."""
         with self._lock, self._conn:
@@ -129,11 +201,15 @@ class Catalog:
                 [(pid, t) for pid, ts in memberships.items() for t in ts],
             )
 
+    @_guarded
     def remove_paper(self, paper_id: str) -> bool:
-        with self._lock, self._conn:
-            cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
-            self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
-            self._conn.execute("DELETE FROM saves WHERE paper_id=?", (paper_id,))
+        with self._lock:
+            with self._conn:
+                cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
+                self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
+                saved = self._conn.execute("DELETE FROM saves WHERE paper_id=?", (paper_id,)).rowcount
+            if saved:
+                self._write_mirror()
             return cur.rowcount > 0
 
     def _row_to_paper(self, row: tuple[object, ...], topics: list[str]) -> Paper:
@@ -152,10 +228,12 @@ class Catalog:
 
     _COLS = "id, title, authors, abstract, date, categories, url, pdf_path"
 
+    @_guarded
     def get(self, paper_id: str) -> Paper | None:
         papers = self.get_many([paper_id])
         return papers.get(paper_id)
 
+    @_guarded
     def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
         ids = list(dict.fromkeys(ids))
         out: dict[str, Paper] = {}
@@ -172,11 +250,13 @@ class Catalog:
                     out[row[0]] = self._row_to_paper(row, topics.get(row[0], []))
         return out
 
+    @_guarded
     def find_by_pdf_sha(self, sha256: str) -> Paper | None:
         with self._lock:
             row = self._conn.execute("SELECT id FROM papers WHERE pdf_sha256=?", (sha256,)).fetchone()
         return self.get(row[0]) if row else None
 
+    @_guarded
     def topic_papers(self, topic: str, since: dt.date | None = None, until: dt.date | None = None) -> list[str]:
         """Ids of a topic's papers, newest first."""
         q = "SELECT p.id FROM papers p JOIN paper_topics t ON t.paper_id=p.id WHERE t.topic=?"
@@ -191,10 +271,12 @@ class Catalog:
         with self._lock:
             return [r[0] for r in self._conn.execute(q, args)]
 
+    @_guarded
     def topic_counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_topics GROUP BY topic").fetchall())
 
+    @_guarded
     def topic_dates(self, topic: str | None) -> list[dt.date]:
         """Dates of all papers (topic=None) or of one topic's papers."""
         if topic is None:
@@ -205,6 +287,7 @@ class Catalog:
         with self._lock:
             return [dt.date.fromisoformat(r[0]) for r in self._conn.execute(q, args)]
 
+    @_guarded
     def shared_papers(self, topic: str) -> dict[str, int]:
         """For each other topic, how many papers it shares with `topic`."""
         q = """SELECT b.topic, COUNT(*) FROM paper_topics a JOIN paper_topics b ON a.paper_id=b.paper_id
@@ -212,46 +295,95 @@ class Catalog:
         with self._lock:
             return dict(self._conn.execute(q, (topic, topic)).fetchall())
 
+    @_guarded
     def iter_papers(self) -> Iterator[Paper]:
         with self._lock:
             rows = self._conn.execute(f"SELECT {self._COLS} FROM papers").fetchall()
         for row in rows:
             yield self._row_to_paper(row, [])
 
+    @_guarded
     def count(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
 
     # -- meta and user lists -------------------------------------------------------------------
 
+    @_guarded
     def get_meta(self, key: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else None
 
+    @_guarded
     def set_meta(self, key: str, value: str) -> None:
         with self._lock, self._conn:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
-        with self._lock, self._conn:
-            if on:
-                self._conn.execute(
-                    f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, dt.datetime.now().isoformat())
-                )
-            else:
-                self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
+        with self._lock:
+            with self._conn:
+                if on:
+                    self._conn.execute(
+                        f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, dt.datetime.now().isoformat())
+                    )
+                else:
+                    self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
+            self._write_mirror()
 
+    def user_lists(self) -> dict[str, list[list[str]]]:
+        """Follows and saves as {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]}."""
+        with self._lock:
+            return {
+                "follows": [list(r) for r in self._conn.execute("SELECT topic, since FROM follows ORDER BY since")],
+                "saves": [list(r) for r in self._conn.execute("SELECT paper_id, since FROM saves ORDER BY since")],
+            }
+
+    def _write_mirror(self) -> None:
+        """Rewrite user_lists.json atomically (a temporary file renamed over it)."""
+        tmp = self.mirror.with_name(f"{USER_LISTS}.tmp-{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(json.dumps(self.user_lists(), indent=1))
+        os.replace(tmp, self.mirror)
+
+    def read_mirror(self) -> dict[str, list[list[str]]] | None:
+        """The mirrored follows and saves, or None when there is no readable mirror."""
+        try:
+            data: Any = json.loads(self.mirror.read_text())
+            return {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves")}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
+    def restore_user_lists(self) -> int:
+        """Add the mirrored follows and saves that the catalogue lacks; returns how many were added."""
+        data = self.read_mirror()
+        if not data:
+            return 0
+        added = 0
+        try:
+            with self._lock, self._conn:
+                for table, col in (("follows", "topic"), ("saves", "paper_id")):
+                    for key, since in data[table]:
+                        added += self._conn.execute(
+                            f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, since)
+                        ).rowcount
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from exc
+        return added
+
+    @_guarded
     def follow(self, topic: str, on: bool = True) -> None:
         self._toggle("follows", "topic", topic, on)
 
+    @_guarded
     def save(self, paper_id: str, on: bool = True) -> None:
         self._toggle("saves", "paper_id", paper_id, on)
 
+    @_guarded
     def followed(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
 
+    @_guarded
     def saved(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]

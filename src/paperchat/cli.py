@@ -30,7 +30,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _library(settings: Settings):  # type: ignore[no-untyped-def]
     from paperchat.library import Library
 
-    return Library(settings)
+    lib = Library(settings)
+    for line in lib.warnings:  # the store and the catalogue disagree: say so, once, before anything else
+        print(f"paperchat: warning: {line}", file=sys.stderr)
+    return lib
 
 
 def _print_report(report, as_json: bool) -> int:  # type: ignore[no-untyped-def]

@@ -1,5 +1,5 @@
-"""`paperchat eval ...` and `paperchat bench ...`: the evaluation and benchmark commands (kept apart from
-the everyday commands in cli.py). Same rules: parse, build Settings, call one function, print its result."""
+"""`paperchat eval ...`, `paperchat bench ...` and `paperchat doctor`: the evaluation, benchmark and
+maintenance commands (kept apart from the everyday commands in cli.py). Same rules: parse, build Settings, call one function, print its result."""
 
 from __future__ import annotations
 
@@ -132,6 +132,37 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check (exit 0 healthy, 1 problems found) or repair the data dir; see paperchat.doctor."""
+    from paperchat import doctor
+
+    settings = _settings(args)
+    out: dict[str, Any] = {}
+    if args.repair:
+        rep = doctor.repair(settings)
+        out["repair"] = {"actions": rep.actions, "need_pdf": rep.need_pdf, "todo": rep.todo}
+        if not args.json:
+            for line in rep.actions or ["nothing to repair"]:
+                print(f"repaired: {line}")
+            if rep.need_pdf:
+                shown = ", ".join(rep.need_pdf[:10]) + (" ..." if len(rep.need_pdf) > 10 else "")
+                print(f"to do: {len(rep.need_pdf)} papers need their PDF again ({shown}): paperchat ingest pdf FILE --paper-id ID")
+            for line in rep.todo:
+                print(f"to do: {line}")
+    health = doctor.check(settings)
+    out.update(ok=health.ok, problems=health.problems, summary=health.summary)
+    if args.json:
+        print(json.dumps(out))
+    elif health.ok:
+        print(f"ok: {health.summary}; the lexical index matches the store")
+    else:
+        for line in health.problems:
+            print(f"problem: {line}")
+        if not args.repair:
+            print(f"run `{doctor.REPAIR}` to fix what can be fixed")
+    return 0 if health.ok else 1
+
+
 def bench_machine() -> str:
     import os
     import platform
@@ -140,7 +171,7 @@ def bench_machine() -> str:
 
 
 def add_tool_parsers(sub: Any) -> None:
-    """Add the `eval` and `bench` sub-commands to the main parser's subparsers."""
+    """Add the `eval`, `bench` and `doctor` sub-commands to the main parser's subparsers."""
     ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir")
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
     er = ev_sub.add_parser("run", help="run question sets through the pipeline")
@@ -178,4 +209,9 @@ def add_tool_parsers(sub: Any) -> None:
     bn.add_argument("--out", help="merge the results into this JSON file (and write a .svg chart beside it)")
     bn.add_argument("--json", action="store_true")
     bn.set_defaults(func=cmd_bench)
+
+    dr = sub.add_parser("doctor", help="check that the catalogue, the vector store and the lexical index agree; --repair fixes them")
+    dr.add_argument("--repair", action="store_true", help="move damaged files aside, re-embed missing chunks, drop orphans, rebuild the lexical index")
+    dr.add_argument("--json", action="store_true")
+    dr.set_defaults(func=cmd_doctor)
 

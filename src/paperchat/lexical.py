@@ -3,12 +3,16 @@
 Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
 this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
 The index is written to a fresh folder and switched to with an atomic rename of the CURRENT pointer.
+Every file here can be rebuilt from the store: one that does not load (garbled, truncated) makes `ensure`
+rebuild the index, with a one-line notice on the `paperchat` logger.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import pickle
 import os
 import re
 import shutil
@@ -22,6 +26,14 @@ from typing import Any
 import numpy as np
 
 from paperchat.store import TOPIC_PREFIX, VectorStore
+
+_log = logging.getLogger("paperchat")
+# what loading a garbled or truncated snapshot raises (json, numpy, bm25s, a short or missing file)
+LOAD_ERRORS = (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, AttributeError, pickle.UnpicklingError)
+
+
+def _is_chroma_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "chromadb"
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _STOPWORDS = frozenset(
@@ -91,6 +103,22 @@ class LexicalSnapshot:
         vec_path = path / "vectors.npy"
         self.vectors: np.ndarray | None = np.load(vec_path) if vec_path.exists() else None
         self.pos: dict[str, int] = {cid: i for i, cid in enumerate(self.ids)}
+        self._check(n)
+
+    def _check(self, n: int) -> None:
+        """Every part must describe the same n chunks (a file cut short may still parse)."""
+        if not all(isinstance(i, str) for i in self.ids) or len(self.pos) != n:
+            raise ValueError("ids.json does not list distinct chunk ids")
+        sizes = {"papers.json": len(self.paper_ids), "dates.npy": len(self.dates)}
+        if self.vectors is not None:
+            sizes["vectors.npy"] = int(self.vectors.shape[0])
+        if self._model is not None:
+            sizes["bm25"] = int(self._model.scores.get("num_docs", n))
+            if len(self._model.scores["indptr"]) not in (len(self._model.vocab_dict), len(self._model.vocab_dict) + 1):
+                raise ValueError("the BM25 vocabulary and its posting lists disagree")
+        bad = [f"{k} ({v})" for k, v in sizes.items() if v != n]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} out of step with ids.json ({n})")
 
     def dense(self, query_vector: np.ndarray, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Exact nearest chunks by cosine (the vectors are normalised) inside the mask, best first."""
@@ -228,9 +256,19 @@ class LexicalIndex:
     # -- build and load -------------------------------------------------------------------------
 
     def rebuild(self, store: VectorStore) -> LexicalSnapshot:
-        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker."""
+        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
+
+        A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
+        freshly opened client."""
         with self._lock:
-            return self._rebuild(store)
+            try:
+                return self._rebuild(store)
+            except Exception as exc:
+                if not _is_chroma_error(exc):
+                    raise
+                _log.warning(f"paperchat: reading the store failed ({type(exc).__name__}: {exc}); retrying")
+                store.reload()
+                return self._rebuild(store)
 
     def _rebuild(self, store: VectorStore) -> LexicalSnapshot:
         import bm25s
@@ -291,10 +329,10 @@ class LexicalIndex:
         return self._writing or self._pointer() == snap.name
 
     def ensure(self, store: VectorStore) -> LexicalSnapshot:
-        """The current snapshot. Rebuilt first when there is none or the one on disk is dirty or out of
-        step with the store at load time; a newer build (from another process) is picked up by its
-        pointer. Once loaded, a snapshot is served as is while any writer is at work, so queries never
-        rebuild per query."""
+        """The current snapshot. Rebuilt first when there is none, when the one on disk is dirty, does not
+        load (damaged files: a one-line notice) or is out of step with the store at load time; a newer
+        build (from another process) is picked up by its pointer. Once loaded, a snapshot is served as is
+        while any writer is at work, so queries never rebuild per query."""
         snap = self._snap
         if snap is not None and self._current(snap):
             return snap
@@ -304,30 +342,37 @@ class LexicalIndex:
                 return snap
             current = self._current_dir()
             if current is None:
-                return self._rebuild(store)
+                return self.rebuild(store)
             if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
-                return self._rebuild(store)
+                return self.rebuild(store)
             try:
                 new = LexicalSnapshot(current, self.tokenizer)
             except FileNotFoundError:  # replaced by another process meanwhile
-                return snap if snap is not None else self._rebuild(store)
+                return snap if snap is not None else self.rebuild(store)
+            except LOAD_ERRORS as exc:
+                _log.warning(f"paperchat: the lexical index {current} is damaged ({type(exc).__name__}: {exc}); rebuilding it from the store")
+                return self.rebuild(store)
             stale = new.tokenizer_version != Tokenizer.VERSION or (new.vectors is None and new.ids)
             if snap is None and (len(new.ids) != store.count() or stale):
-                return self._rebuild(store)  # out of step, or built by older code (tokens, no vectors)
+                return self.rebuild(store)  # out of step, or built by older code (tokens, no vectors)
             self._snap = new
             return new
-        with self._lock:
-            snap = self._snap
-            if self._writing and snap is not None:
-                return snap
-            current = self._current_dir()
-            if current is None or self.is_dirty():
-                return self._rebuild(store)
-            if snap is None or snap.name != current.name:
-                try:
-                    snap = self._snap = LexicalSnapshot(current, self.tokenizer)
-                except FileNotFoundError:  # another process replaced it meanwhile
-                    return self._rebuild(store)
-            if len(snap.ids) != store.count():
-                return self._rebuild(store)
-            return snap
+
+    def load_problem(self, store: VectorStore) -> str | None:
+        """What is wrong with the index on disk (for `paperchat doctor`), or None when it loads and holds
+        exactly the store's chunk ids."""
+        if self.is_dirty():
+            return "the lexical index is marked dirty (an ingest was interrupted)"
+        current = self._current_dir()
+        if current is None:
+            return "there is no lexical index"
+        try:
+            snap = LexicalSnapshot(current, self.tokenizer)
+        except LOAD_ERRORS as exc:
+            return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
+        if snap.tokenizer_version != Tokenizer.VERSION:
+            return "the lexical index was built by an older version"
+        ids = {cid for page, _ in store.iter_metadata() for cid in page}
+        if set(snap.ids) != ids:
+            return f"the lexical index holds {len(snap.ids)} chunks, the store {len(ids)} (different ids)"
+        return None

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
+import os
+import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from paperchat.catalog import Catalog
@@ -15,6 +21,64 @@ from paperchat.store import TOPIC_PREFIX, VectorStore, topic_key
 from paperchat.topics import TopicSet, week_start
 
 WEEKLY_COUNTS_KEY = "weekly_counts"
+LOCK_FILE = "ingest.lock"
+DOCTOR = "`paperchat doctor --repair`"
+_SAMPLE = 64  # abstract chunk ids checked against the store at open: one small get, cheap on any size
+
+_thread_locks: dict[str, threading.RLock] = {}
+_depth: dict[str, int] = {}
+_guard = threading.Lock()
+
+
+def _read_lock(path: Path) -> tuple[int, int]:
+    """(pid of the last writer, writes so far) from the lock file; (0, 0) when there is none."""
+    try:
+        pid, gen = path.read_text().split()[:2]
+        return int(pid), int(gen)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+@contextmanager
+def writer_lock(data_dir: Path) -> Iterator[int]:
+    """Hold data_dir/ingest.lock (flock) while writing: one writer at a time across processes and threads.
+
+    Re-entrant in one thread. Yields the number of writes made before this one (other processes' included),
+    so a caller can tell whether its view of the store is stale. Prints one line to stderr when it waits.
+    """
+    path = data_dir / LOCK_FILE
+    key = str(path.resolve())
+    with _guard:
+        rlock = _thread_locks.setdefault(key, threading.RLock())
+    with rlock:
+        depth = _depth.get(key, 0)
+        if depth:
+            _depth[key] = depth + 1
+            try:
+                yield _read_lock(path)[1] - 1  # the outer hold's own write is not news
+            finally:
+                _depth[key] -= 1
+            return
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_lock(path)[0]
+                print(f"paperchat: another ingest is running (pid {pid or '?'}), waiting...", file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            gen = _read_lock(path)[1]
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {gen + 1}\n".encode(), 0)
+            _depth[key] = 1
+            try:
+                yield gen
+            finally:
+                _depth[key] = 0
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
 
 class Library:
@@ -28,10 +92,37 @@ class Library:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.embedder = embedder or get_embedder(settings)
         self.topics = TopicSet.load(settings.topics_file)
+        self._writes_seen = _read_lock(settings.data_dir / LOCK_FILE)[1]  # read before the store opens
         self.store = VectorStore(settings, self.embedder)
         self.catalog = Catalog(settings.catalog_path)
         self.lexical = LexicalIndex(settings.lexical_dir)
         self.sync_topics()
+        self.warnings: list[str] = self.check()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the writer lock; first reopen the store when another process wrote since it was opened
+        (Chroma's in-memory index would not know that process's chunks)."""
+        with writer_lock(self.settings.data_dir) as before:
+            if before != self._writes_seen:
+                self.store.reload()
+            self._writes_seen = before + 1
+            yield
+
+    def check(self) -> list[str]:
+        """Cheap open-time check that the store and the catalogue agree (counts and a sample of abstract
+        chunk ids); one line for each disagreement, naming `paperchat doctor`."""
+        chunks, papers = self.store.count(), self.catalog.count()
+        if papers == 0 and chunks:
+            empty = " (its file was empty)" if self.catalog.was_empty else ""
+            return [f"the catalogue{empty} lists no papers but the vector store holds {chunks} chunks: run {DOCTOR} to refill it"]
+        if papers and chunks == 0:
+            return [f"the vector store is empty but the catalogue lists {papers} papers (was it deleted?): run {DOCTOR} to re-embed them"]
+        sample = self.catalog.sample_abstract_hashes(_SAMPLE)
+        missing = len(sample) - len(self.store.existing_ids(sample)) if sample else 0
+        if missing:
+            return [f"{missing} of {len(sample)} sampled papers have no chunks in the vector store: run {DOCTOR} to re-embed them"]
+        return []
 
     def close(self) -> None:
         self.catalog.close()
@@ -45,6 +136,12 @@ class Library:
         if self.catalog.count() == 0:
             self.catalog.set_meta("topics_hash", self.topics.hash)
             return False
+        with self.writing():
+            return self._sync_topics()
+
+    def _sync_topics(self) -> bool:
+        if self.catalog.get_meta("topics_hash") == self.topics.hash:
+            return False  # another process synced them while this one waited
         memberships = {p.id: self.topics.match(p) for p in self.catalog.iter_papers()}
         self.lexical.mark_dirty()
         slugs = [t.slug for t in self.topics.topics]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,34 @@ def _client(settings: Settings) -> Any:
                 "start it with `chroma run --path DIR --port PORT` or unset PAPERCHAT_CHROMA_URL",
             ) from exc
     settings.chroma_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+    try:
+        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+    except Exception as exc:  # chromadb raises sqlite3 and its own errors for a file it cannot read
+        forget_client(settings.chroma_dir)  # else the half-started client is served again
+        raise damaged_store(settings, exc) from exc
+
+
+def forget_client(chroma_dir: Path) -> None:
+    """Stop and drop the client Chroma caches for a folder (one per path and process), so the next one
+    reads the folder afresh. Stopped, not just dropped: a forked PDF parser hangs on a leftover one."""
+    from chromadb.api.client import SharedSystemClient
+
+    key = str(chroma_dir)
+    system = SharedSystemClient._identifier_to_system.pop(key, None)
+    SharedSystemClient._identifier_to_refcount.pop(key, None)
+    if system is not None:
+        try:
+            system.stop()
+        except Exception:  # a system that failed to start (a damaged file) cannot stop cleanly
+            pass
+
+
+def damaged_store(settings: Settings, exc: BaseException) -> StoreError:
+    """The error for a vector store Chroma cannot open."""
+    return StoreError(
+        f"the vector store {settings.chroma_dir} is damaged ({type(exc).__name__}: {exc})",
+        "run `paperchat doctor --repair` (it moves it aside and re-embeds from the catalogue), or move it aside and re-ingest",
+    )
 
 
 class VectorStore:
@@ -99,7 +127,14 @@ class VectorStore:
             "chunk_size": settings.chunk_size,
             "chunk_overlap": settings.chunk_overlap,
         }
-        self.collection = self.client.get_or_create_collection(name, embedding_function=None, metadata=wanted)
+        try:
+            self.collection = self.client.get_or_create_collection(name, embedding_function=None, metadata=wanted)
+            self.collection.count()
+        except Exception as exc:
+            if settings.chroma_url:
+                raise StoreError(f"the Chroma server at {settings.chroma_url} failed ({exc})", "check the server's log") from exc
+            forget_client(settings.chroma_dir)
+            raise damaged_store(settings, exc) from exc
         meta = self.collection.metadata or {}
         if meta.get("embedder") != embedder.id or int(meta.get("dim", -1)) != embedder.dim:
             raise EmbedderMismatch(
@@ -107,6 +142,14 @@ class VectorStore:
                 f"(dim {meta.get('dim')}), not {embedder.id!r} (dim {embedder.dim})",
                 "use the embedder it was built with, or point PAPERCHAT_DATA_DIR at a new folder and re-ingest",
             )
+
+    def reload(self) -> None:
+        """Reopen the collection on a fresh client: another process's writes become visible (a local
+        Chroma keeps its vector index in memory, loaded once per process)."""
+        if not self.settings.chroma_url:
+            forget_client(self.settings.chroma_dir)
+        self.client = _client(self.settings)
+        self.collection = self.client.get_collection(self.collection.name, embedding_function=None)
 
     def record_chunking(self) -> None:
         """Record the chunk settings of the latest PDF ingest in the collection metadata."""
@@ -153,6 +196,13 @@ class VectorStore:
         for offset in range(0, total, _GET_PAGE):
             res = self.collection.get(include=include, limit=_GET_PAGE, offset=offset)
             yield res["ids"], res["documents"], res["metadatas"], res.get("embeddings") if include_vectors else None
+
+    def iter_metadata(self) -> Iterator[tuple[list[str], list[dict[str, Any]]]]:
+        """All chunk ids with their metadata (no text, no vectors), page by page."""
+        total = self.count()
+        for offset in range(0, total, _GET_PAGE):
+            res = self.collection.get(include=["metadatas"], limit=_GET_PAGE, offset=offset)
+            yield list(res["ids"]), list(res["metadatas"])
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])

@@ -135,6 +135,10 @@ class Ingester:
 
     def ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
         """Ingest paper records (one chunk each); failures pass through into the report."""
+        with self.lib.writing():  # one writer at a time per data dir
+            return self._ingest_records(items)
+
+    def _ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
         t0 = time.perf_counter()
         report = IngestReport()
         batch: list[Paper] = []
@@ -155,14 +159,16 @@ class Ingester:
     def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
         known = self.lib.catalog.hashes(p.id for p in papers)
         todo: list[tuple[Paper, Chunk]] = []
+        same: list[tuple[Paper, Chunk]] = []
         for p in papers:
             ch = abstract_chunk(p)
             if ch is None:
                 continue
-            if known.get(p.id, (None, None))[0] == ch.id:
-                report.chunks_skipped += 1  # unchanged: nothing to embed, nothing to write
-            else:
-                todo.append((p, ch))
+            (same if known.get(p.id, (None, None))[0] == ch.id else todo).append((p, ch))
+        # unchanged by the catalogue, and its chunk still in the store: nothing to embed, nothing to write
+        stored = self.lib.store.existing_ids([ch.id for _, ch in same]) if same else set()
+        report.chunks_skipped += len(stored)
+        todo.extend((p, ch) for p, ch in same if ch.id not in stored)
         report.papers += len(papers)
         report.paper_ids.extend(p.id for p in papers)
         if todo:
@@ -177,12 +183,17 @@ class Ingester:
     # -- PDFs -------------------------------------------------------------------------------------
 
     def ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None = None) -> IngestReport:
-        """Ingest PDFs (files and folders). Unchanged files (same bytes, same chunking) are skipped unparsed.
+        """Ingest PDFs (files and folders). Unchanged files (same bytes, same chunking, chunks still in the
+        store) are skipped unparsed.
 
         Args:
             inputs: files or folders.
             paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
         """
+        with self.lib.writing():  # one writer at a time per data dir
+            return self._ingest_pdfs(inputs, paper_id)
+
+    def _ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None) -> IngestReport:
         t0 = time.perf_counter()
         report = IngestReport()
         files, missing = find_pdfs(inputs)
@@ -201,10 +212,12 @@ class Ingester:
             shas[f] = sha
             known = self.lib.catalog.find_by_pdf_sha(sha)
             if known is not None and self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] == f"{sha}:{signature}":
-                report.papers += 1
-                report.paper_ids.append(known.id)
-                report.chunks_skipped += len(self.lib.store.ids_where({"paper_id": known.id}))
-                continue
+                held = self.lib.store.ids_where({"$and": [{"paper_id": known.id}, {"kind": "pdf"}]})
+                if held:  # else the store lost its chunks (e.g. the chroma folder was deleted): parse again
+                    report.papers += 1
+                    report.paper_ids.append(known.id)
+                    report.chunks_skipped += len(self.lib.store.ids_where({"paper_id": known.id}))
+                    continue
             to_parse.append(f)
         chunker = PageChunker(self.settings.chunk_size, self.settings.chunk_overlap)
         if to_parse:
@@ -273,6 +286,10 @@ class Ingester:
 
     def remove_paper(self, paper_id: str) -> int:
         """Remove a paper's chunks and catalogue entry; returns the number of chunks removed."""
+        with self.lib.writing():
+            return self._remove_paper(paper_id)
+
+    def _remove_paper(self, paper_id: str) -> int:
         ids = self.lib.store.ids_where({"paper_id": paper_id})
         known = self.lib.catalog.get(paper_id) is not None
         if ids:

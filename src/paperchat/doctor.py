@@ -1,0 +1,309 @@
+"""`paperchat doctor`: check that the catalogue, the vector store and the lexical index agree, and repair them.
+
+The three parts of a data dir can drift apart (a deleted `chroma/` folder, a garbled `catalog.sqlite`, a
+half-written index file). `check` opens each part on its own and lists what is wrong, one line each;
+`repair`, under the writer lock, moves an unreadable file aside (`<name>.damaged-<time>`), recreates it and
+fills it again from what survives:
+
+- a lost or damaged vector store: abstract chunks re-embedded from the catalogue rows, PDF chunks by
+  re-ingesting the stored copy of the PDF (or the paper is listed as needing its PDF again);
+- a lost or damaged catalogue: paper rows rebuilt from the abstract chunks in the store (title and abstract;
+  authors and categories come back when the sources are ingested again), PDF rows from the stored PDF
+  copies, follows and saves from `user_lists.json`;
+- chunks of papers the (healthy) catalogue does not list: dropped;
+- the lexical index: always rebuilt from the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paperchat.catalog import Catalog
+from paperchat.errors import EmbedderMismatch, StoreError
+from paperchat.ingestion.chunking import abstract_chunk
+from paperchat.lexical import LexicalIndex
+from paperchat.library import Library, writer_lock
+from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.settings import Settings
+from paperchat.store import TOPIC_PREFIX, VectorStore, chunk_metadata, forget_client
+from paperchat.types import Paper
+
+REPAIR = "paperchat doctor --repair"
+
+
+@dataclass
+class Inventory:
+    """What the store holds, by paper: abstract chunk ids and PDF chunk counts."""
+
+    ids: set[str] = field(default_factory=set)
+    abstracts: dict[str, set[str]] = field(default_factory=dict)
+    pdf_chunks: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, store: VectorStore) -> Inventory:
+        inv = cls()
+        for ids, metas in store.iter_metadata():
+            for cid, meta in zip(ids, metas, strict=True):
+                inv.ids.add(cid)
+                pid = str(meta.get("paper_id", ""))
+                if meta.get("kind") == "pdf":
+                    inv.pdf_chunks[pid] = inv.pdf_chunks.get(pid, 0) + 1
+                else:
+                    inv.abstracts.setdefault(pid, set()).add(cid)
+        return inv
+
+    @property
+    def papers(self) -> set[str]:
+        return set(self.abstracts) | set(self.pdf_chunks)
+
+
+@dataclass
+class Diff:
+    """How the catalogue and the store disagree."""
+
+    missing_abstracts: list[str] = field(default_factory=list)
+    missing_pdfs: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+
+
+def compare(catalog: Catalog, inv: Inventory) -> Diff:
+    """Papers whose chunks the store lacks, and papers in the store that the catalogue does not list."""
+    diff = Diff()
+    rows = catalog.stored_hashes()
+    for pid, (ah, ph, _path) in rows.items():
+        if ah and ah not in inv.ids:
+            diff.missing_abstracts.append(pid)
+        if ph and not inv.pdf_chunks.get(pid):
+            diff.missing_pdfs.append(pid)
+    diff.orphans = sorted(inv.papers - set(rows))
+    return diff
+
+
+@dataclass
+class Health:
+    """What `check` found: one line per problem; `ok` when there is none."""
+
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _light_embedder(settings: Settings, embedder: Embedder | None) -> Embedder:
+    return embedder or get_embedder(settings)  # MiniLM loads its weights lazily: opening costs nothing
+
+
+def check(settings: Settings, embedder: Embedder | None = None) -> Health:
+    """Open each part on its own and list what is wrong (reads every chunk's metadata, no vectors)."""
+    health = Health()
+    emb = _light_embedder(settings, embedder)
+    catalog: Catalog | None = None
+    store: VectorStore | None = None
+    try:
+        catalog = Catalog(settings.catalog_path)
+        quick = catalog.integrity()
+        if quick != "ok":
+            health.problems.append(f"the catalogue {settings.catalog_path} is damaged ({quick})")
+    except StoreError as exc:
+        health.problems.append(exc.message)
+    try:
+        store = VectorStore(settings, emb)
+    except EmbedderMismatch:
+        raise
+    except StoreError as exc:
+        health.problems.append(exc.message)
+    if catalog is not None and store is not None:
+        inv = Inventory.of(store)
+        papers = catalog.count()
+        if papers == 0 and inv.ids:
+            health.problems.append(f"the catalogue lists no papers but the vector store holds {len(inv.ids)} chunks")
+        else:
+            diff = compare(catalog, inv)
+            if diff.missing_abstracts:
+                health.problems.append(f"{len(diff.missing_abstracts)} papers have no abstract chunk in the vector store")
+            if diff.missing_pdfs:
+                health.problems.append(f"{len(diff.missing_pdfs)} papers have no PDF chunks in the vector store")
+            if diff.orphans:
+                health.problems.append(f"{len(diff.orphans)} papers in the vector store are not in the catalogue")
+        lexical = LexicalIndex(settings.lexical_dir).load_problem(store)
+        if lexical:
+            health.problems.append(lexical)
+        mirror = catalog.read_mirror()
+        if mirror:
+            have = catalog.user_lists()
+            lost = sum(len({k for k, _ in mirror[t]} - {k for k, _ in have[t]}) for t in ("follows", "saves"))
+            if lost:
+                health.problems.append(f"{lost} follows or saves are in user_lists.json but not in the catalogue")
+        health.summary = f"{papers} papers in the catalogue, {len(inv.ids)} chunks in the vector store"
+    if catalog is not None:
+        catalog.close()
+    return health
+
+
+@dataclass
+class RepairReport:
+    """What `repair` did, one line per action, and what is left for the user."""
+
+    actions: list[str] = field(default_factory=list)
+    need_pdf: list[str] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)
+
+
+def _move_aside(path: Path) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    path.rename(target)
+    for suffix in ("-wal", "-shm"):  # SQLite's side files belong to the file moved away
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.rename(target.with_name(target.name + suffix))
+    return target
+
+
+def _open_catalog(settings: Settings, report: RepairReport) -> tuple[Catalog, bool]:
+    """The catalogue, recreated when SQLite cannot read it; (catalog, recreated)."""
+    path = settings.catalog_path
+    try:
+        catalog = Catalog(path)
+        problem = catalog.integrity()
+        if problem == "ok":
+            return catalog, False
+        catalog.close()
+    except StoreError as exc:
+        problem = exc.message
+    moved = _move_aside(path)
+    report.actions.append(f"moved the damaged catalogue to {moved.name} ({problem})")
+    catalog = Catalog(path)  # a new file: it takes the follows and saves back from user_lists.json
+    kept = catalog.user_lists()
+    if kept["follows"] or kept["saves"]:
+        report.actions.append(f"restored {len(kept['follows'])} follows and {len(kept['saves'])} saves from user_lists.json")
+    return catalog, True
+
+
+def _open_store(settings: Settings, emb: Embedder, report: RepairReport) -> None:
+    try:
+        VectorStore(settings, emb)
+        return
+    except EmbedderMismatch:
+        raise
+    except StoreError as exc:
+        problem = exc.message
+    forget_client(settings.chroma_dir)
+    moved = settings.chroma_dir.with_name(f"{settings.chroma_dir.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    shutil.move(str(settings.chroma_dir), moved)
+    report.actions.append(f"moved the damaged vector store to {moved.name} ({problem})")
+
+
+def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport:
+    """Make the catalogue, the vector store and the lexical index agree again (see the module docstring)."""
+    report = RepairReport()
+    emb = _light_embedder(settings, embedder)
+    with writer_lock(settings.data_dir):
+        catalog, recreated = _open_catalog(settings, report)
+        catalog.close()
+        _open_store(settings, emb, report)
+        lib = Library(settings, embedder=emb)
+        try:
+            _refill(lib, recreated, report)
+            lib.lexical.rebuild(lib.store)
+            report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")
+            restored = lib.catalog.restore_user_lists()
+            if restored:
+                report.actions.append(f"restored {restored} follows and saves from user_lists.json")
+        finally:
+            lib.close()
+    return report
+
+
+def _refill(lib: Library, recreated: bool, report: RepairReport) -> None:
+    inv = Inventory.of(lib.store)
+    if recreated or (lib.catalog.count() == 0 and inv.ids):
+        _rows_from_store(lib, inv, report)
+    diff = compare(lib.catalog, inv)
+    if diff.orphans and not recreated:
+        lib.lexical.mark_dirty()
+        ids = lib.store.ids_where({"paper_id": {"$in": diff.orphans}})
+        lib.store.delete(ids)
+        report.actions.append(f"dropped {len(ids)} chunks of {len(diff.orphans)} papers the catalogue does not list")
+    if diff.missing_abstracts:
+        _reembed_abstracts(lib, diff.missing_abstracts, report)
+    _reingest_pdfs(lib, diff.missing_pdfs, report)
+
+
+def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None:
+    """Catalogue rows from the abstract chunks (title and abstract) and from the stored PDF copies."""
+    rows: list[tuple[Paper, str | None, list[str]]] = []
+    for ids, docs, metas, _ in lib.store.iter_all():
+        for _cid, doc, meta in zip(ids, docs, metas, strict=True):
+            if meta.get("kind") == "pdf":
+                continue
+            title, _, abstract = (doc or "").partition("\n\n")
+            pid = str(meta.get("paper_id", ""))
+            raw = int(meta.get("date") or 0)
+            date = dt.date(raw // 10000, raw // 100 % 100, raw % 100) if raw else None
+            topics = [k[len(TOPIC_PREFIX) :] for k, v in meta.items() if k.startswith(TOPIC_PREFIX) and v]
+            url = "" if pid.startswith(("pdf-", "file:")) else f"https://arxiv.org/abs/{pid}"
+            paper = Paper(id=pid, title=title.strip() or pid, abstract=abstract.strip(), date=date, url=url)
+            # no abstract hash: ingesting the source again rewrites the row with its authors and categories
+            rows.append((paper, None, topics))
+    lib.catalog.upsert_papers(rows)
+    report.actions.append(f"refilled {len(rows)} paper rows from the abstract chunks in the vector store")
+    report.todo.append("ingest your abstract files again to restore authors and categories (nothing is re-embedded)")
+    copies = sorted(lib.settings.uploads_dir.glob("*.pdf")) if lib.settings.uploads_dir.is_dir() else []
+    matched = 0
+    for copy in copies:  # the app's copies of ingested PDFs give back their paper rows (nothing re-embedded)
+        from paperchat.ingestion.pipeline import Ingester
+
+        ing = Ingester(lib)
+        rep = ing.ingest_pdfs([copy])
+        for pid in rep.paper_ids:
+            if pid in inv.papers:
+                matched += 1
+            else:  # a copy of no paper the store held (its id was not found in it): leave it out
+                ing.remove_paper(pid)
+    if matched:
+        report.actions.append(f"re-read {matched} stored PDF copies into paper rows")
+    pdf_only = sorted(set(inv.pdf_chunks) - set(inv.abstracts) - set(lib.catalog.stored_hashes()))
+    if pdf_only:
+        report.need_pdf.extend(pdf_only)
+
+
+def _reembed_abstracts(lib: Library, paper_ids: list[str], report: RepairReport) -> None:
+    papers = lib.catalog.get_many(paper_ids)
+    todo: list[tuple[Paper, Any]] = [(p, c) for p in papers.values() if (c := abstract_chunk(p)) is not None]
+    lib.lexical.mark_dirty()
+    for i in range(0, len(todo), 512):
+        part = todo[i : i + 512]
+        chunks = [c for _, c in part]
+        vectors = lib.embedder.embed([c.text for c in chunks], lib.settings.batch_size)
+        lib.store.upsert(chunks, vectors, [chunk_metadata(c, p.date, p.topics) for p, c in part])
+        lib.catalog.upsert_papers((p, c.id, p.topics) for p, c in part)
+    report.actions.append(f"re-embedded {len(todo)} abstract chunks from the catalogue")
+
+
+def _reingest_pdfs(lib: Library, paper_ids: list[str], report: RepairReport) -> None:
+    if not paper_ids:
+        return
+    from paperchat.ingestion.pipeline import Ingester
+
+    rows = lib.catalog.stored_hashes()
+    done = 0
+    for pid in paper_ids:
+        path = rows.get(pid, (None, None, None))[2]
+        if not path or not Path(path).is_file():
+            report.need_pdf.append(pid)
+            continue
+        rep = Ingester(lib).ingest_pdfs([Path(path)], paper_id=pid)
+        if not rep.papers:
+            report.need_pdf.append(pid)
+        else:
+            done += 1
+    if done:
+        report.actions.append(f"re-ingested {done} PDFs from their stored copies")
