@@ -231,6 +231,9 @@ def test_every_named_pdf_is_in_the_summary(library: Library, tmp_path: Path, fiv
     rep = Ingester(library).ingest_pdfs(named)
     failed = {Path(f.source).name for f in rep.failures}
     assert rep.papers == 1 and failed == {"no-pages.pdf", "empty.pdf", "twin-of-no-pages.pdf", "missing.pdf"}, rep.failed
+    assert [Path(src).name for src, _ in rep.stored] == [five_pdfs[0].name]
+    again = Ingester(library).ingest_pdfs([five_pdfs[0]])
+    assert "unchanged" in again.stored[0][1] and not again.failed
 
 
 # -- 9. parser workers die with their parent ------------------------------------------------------------

@@ -82,6 +82,14 @@ def test_real_llama_server_streams_through_openai_client(server: object) -> None
     assert "".join(pieces).strip()
 
 
+def test_server_runs_without_extra_buffer_types(server: object) -> None:
+    # with them on, llama.cpp repacks weights into CPU-specific layouts (AMX on Xeons, where generation
+    # crashes); its log then names the preferred CPU_REPACK / AMX buffer type while loading the model
+    log = server.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
+    assert "load_tensors" in log, "the server log does not show the model load"
+    assert "CPU_REPACK" not in log and "AMX" not in log.replace("AMX_INT8 = 0", "")
+
+
 @pytest.mark.slow
 def test_local_answerer_through_qa(built_library: Library, server: object) -> None:
     qa = QA(built_library, answerer=_local(server))

@@ -7,6 +7,7 @@ could be ingested).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Sequence
@@ -37,18 +38,43 @@ def _library(settings: Settings):  # type: ignore[no-untyped-def]
 
 
 def _print_report(report, as_json: bool) -> int:  # type: ignore[no-untyped-def]
+    from paperchat.ingestion.text import printable
+
     if as_json:
         print(json.dumps(report.to_json()))
     else:
+        failures = report.failures
+        notes = [f for f in report.failed if f.kept]
         print(
             f"{report.papers} papers, {report.chunks_added} chunks added, {report.chunks_skipped} already stored, "
-            f"{report.chunks_removed} removed, {len(report.failed)} failed, {report.seconds:.1f} s"
+            f"{report.chunks_removed} removed, {len(failures)} failed, {report.seconds:.1f} s"
+            + (f", {len(notes)} notes" if notes else "")
         )
-        for f in report.failed[:50]:
-            print(f"  failed: {f.source}: {f.reason}", file=sys.stderr)
-        if len(report.failed) > 50:
-            print(f"  ... and {len(report.failed) - 50} more failures", file=sys.stderr)
+        for src, what in report.stored[:50]:
+            print(printable(f"  {src}: {what}"))
+        if len(report.stored) > 50:
+            print(f"  ... and {len(report.stored) - 50} more files stored")
+        for label, items in (("failed", failures), ("note", notes)):
+            for f in items[:50]:
+                print(printable(f"  {label}: {f.source}: {f.reason}"), file=sys.stderr)
+            if len(items) > 50:
+                print(f"  ... and {len(items) - 50} more", file=sys.stderr)
     return int(report.exit_code)
+
+
+def _int_in(lo: int, hi: int, what: str):  # type: ignore[no-untyped-def]
+    """An argparse type: an integer in [lo, hi], with a message that says the range."""
+
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {value!r}") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{what} must be between {lo:,} and {hi:,}, not {n:,}")
+        return n
+
+    return parse
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -65,6 +91,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         rep = ensure_demo(lib, show_progress=show)
         return _print_report(rep or IngestReport(), args.json)
     if args.kind == "pdf":
+        from paperchat.ingestion.pdf import find_pdfs
+
+        folders = [p for p in args.paths if Path(p).is_dir()]
+        if folders:
+            found, _ = find_pdfs([Path(p) for p in folders])
+            print(f"reading {len(found)} PDF file(s) from {', '.join(folders)}", file=sys.stderr)
         update, close = make_progress(None, "PDFs", enabled=show)
         try:
             rep = Ingester(lib, progress=update).ingest_pdfs([Path(p) for p in args.paths], paper_id=args.paper_id)
@@ -86,13 +118,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if not path.is_file():
             report.failed.append(Failure(str(path), "no such file"))
             continue
-        total = None
-        if path.suffix != ".gz":
-            with open(path, "rb") as fh:
-                total = sum(1 for _ in fh)
-        update, close = make_progress(total, enabled=show)
+        update, close = make_progress(None, enabled=show)  # no counting pass: the file is read once, as a stream
         try:
-            report.merge(Ingester(lib, progress=update).ingest_records(read_records(path)))
+            max_line = int(settings.max_record_line_mb * 1024 * 1024)
+            report.merge(Ingester(lib, progress=update).ingest_records(read_records(path, max_line)))
         finally:
             close()
     return _print_report(report, args.json)
@@ -119,7 +148,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
             mine = [p for p in papers if t.slug in members[p.id]]
             print(f"\n## {t.slug}: {counts.get(t.slug, 0)} papers")
             for p in rng.sample(mine, min(args.sample, len(mine))):
-                print(f"- {p.id} | {p.title[:100]} | {', '.join(sorted(set(ts.explain(p, t.slug))))[:60]}")
+                print(printable(f"- {p.id} | {p.title[:100]} | {', '.join(sorted(set(ts.explain(p, t.slug))))[:60]}"))
         return 0
     lib = _library(settings)
     counts = lib.catalog.topic_counts()
@@ -134,7 +163,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
     width = max(len(r["name"]) for r in rows) if rows else 10
     print(f"{'topic':<{width}}  {'slug':<22} {'papers':>7} {'chunks':>7}")
     for r in rows:
-        print(f"{r['name']:<{width}}  {r['slug']:<22} {r['papers']:>7} {r['chunks']:>7}")
+        print(printable(f"{r['name']:<{width}}  {r['slug']:<22} {r['papers']:>7} {r['chunks']:>7}"))
     print(f"{'all':<{width}}  {'':<22} {lib.catalog.count():>7} {lib.store.count():>7}")
     return 0
 
@@ -150,31 +179,48 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-def]
-    import datetime as dt
+def _day(v: str | None) -> dt.date | None:
+    if not v:
+        return None
+    try:
+        return dt.date.fromisoformat(v)
+    except ValueError as exc:
+        raise PaperchatError(f"bad date {v!r}", "use YYYY-MM-DD") from exc
 
+
+def _check_ask(args: argparse.Namespace) -> None:
+    """What can be checked before the library opens: the dates, and that --pdf names a file."""
+    since, until = _day(args.since), _day(args.until)
+    if since and until and since > until:
+        raise PaperchatError(f"--since {since} is after --until {until}", "swap the two dates")
+    if args.weeks and (since or until):
+        raise PaperchatError("--weeks cannot be combined with --since or --until", "give either the last N weeks or the dates")
+    if args.pdf:
+        pdf = Path(args.pdf)
+        if pdf.is_dir():
+            raise PaperchatError(f"--pdf takes one PDF file, and {args.pdf} is a folder", f"to ingest a folder run: paperchat ingest pdf {args.pdf}")
+        if not pdf.is_file():
+            raise PaperchatError(f"no such file: {args.pdf}", "check the path")
+
+
+def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-def]
     from paperchat.ingestion.pipeline import Ingester
     from paperchat.types import Scope
 
-    def day(v: str | None) -> dt.date | None:
-        if not v:
-            return None
-        try:
-            return dt.date.fromisoformat(v)
-        except ValueError as exc:
-            raise PaperchatError(f"bad date {v!r}", "use YYYY-MM-DD") from exc
-
     if args.pdf:
         rep = Ingester(lib).ingest_pdfs([Path(args.pdf)])
-        if rep.failed or not rep.paper_ids:
-            reason = rep.failed[0].reason if rep.failed else "nothing was ingested"
+        if rep.failures or not rep.paper_ids:
+            reason = rep.failures[0].reason if rep.failures else "nothing was ingested"
             raise PaperchatError(f"cannot read {args.pdf}: {reason}", "check the file")
         return Scope.for_paper(rep.paper_ids[0])
     if args.paper:
         return Scope.for_paper(args.paper)
-    since, until = day(args.since), day(args.until)
+    from paperchat.dates import plausible
+
+    since, until = _day(args.since), _day(args.until)
     if args.weeks:
-        newest = max(lib.catalog.topic_dates(None), default=dt.date.today())
+        # "now" is the newest plausible date: one record dated 9999-12-31 must not move the window
+        newest = max(plausible(lib.catalog.topic_dates(None)), default=dt.date.today())
         since = newest - dt.timedelta(weeks=args.weeks)
     if args.topic:
         return Scope.for_topic(args.topic, since, until)
@@ -184,6 +230,8 @@ def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-d
 def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
     """The answer as text: body, what was searched, coverage and the reference list (LaTeX shown plain)."""
     from paperchat.tex import plain
+
+    from paperchat.ingestion.text import printable
 
     lines = [plain(ans.answer.strip()), ""]
     if ans.fallback:
@@ -203,13 +251,14 @@ def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
         byline = f" {authors}." if authors else ""
         lines.append(f"[{c.n}] {plain(c.title).rstrip('.')}.{byline} {c.date or 'n.d.'}. {c.url}{where} (support {c.support:.2f})")
         lines.append(f'    "{plain(c.quote)}"')
-    return "\n".join(lines).strip()
+    return printable("\n".join(lines).strip())
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from paperchat.qa import QA
     from paperchat.types import Answer
 
+    _check_ask(args)
     settings = _settings(args)
     if args.answerer:
         settings = settings.model_copy(update={"answerer": args.answerer})
@@ -251,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     ax = ing_sub.add_parser("arxiv", help="arXiv API: a live query or a saved Atom response")
     ax.add_argument("--query", help="arXiv search_query, e.g. 'cat:cs.CL AND abs:retrieval'")
     ax.add_argument("--file", help="a saved Atom XML response")
-    ax.add_argument("--max-results", type=int, default=100)
+    ax.add_argument("--max-results", type=_int_in(1, 2000, "--max-results"), default=100)
     ing_sub.add_parser("demo", help="the bundled demo corpus")
     for sp in (a, pdf, ax, ing_sub.choices["demo"]):
         sp.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -260,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("topics", help="each topic with its paper and chunk counts")
     t.add_argument("--json", action="store_true")
     t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
-    t.add_argument("--sample", type=int, default=20, help="with --check: papers listed per topic")
+    t.add_argument("--sample", type=_int_in(0, 10_000, "--sample"), default=20, help="with --check: papers listed per topic")
     t.add_argument("--seed", type=int, default=0, help="with --check: sample seed")
     t.set_defaults(func=cmd_topics)
 
@@ -276,9 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pdf", help="a PDF file (ingested first when new)")
     ask.add_argument("--since", help="only papers from this date (YYYY-MM-DD)")
     ask.add_argument("--until", help="only papers up to this date")
-    ask.add_argument("--weeks", type=int, help="only papers of the last N weeks")
+    ask.add_argument("--weeks", type=_int_in(1, 5200, "--weeks"), help="only papers of the last N weeks")
     ask.add_argument("--history", action="append", help="an earlier question of the chat (repeatable)")
-    ask.add_argument("-k", type=int, help="number of sources")
+    ask.add_argument("-k", type=_int_in(1, 50, "-k"), help="number of sources (1-50)")
     ask.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
     ask.add_argument("--json", action="store_true")
     ask.set_defaults(func=cmd_ask)
@@ -302,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except PaperchatError as exc:
-        print(f"paperchat: error: {exc}", file=sys.stderr)
+        from paperchat.ingestion.text import printable
+
+        print(printable(f"paperchat: error: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("paperchat: interrupted; run the same command again to finish (nothing is lost)", file=sys.stderr)

@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
     max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
     max_pdf_pages: int = Field(default=2000, gt=0, description="most pages accepted in one PDF")
+    max_record_line_mb: float = Field(
+        default=8.0, gt=0, description="longest line of a JSONL metadata file, in MB; a longer line is reported and skipped"
+    )
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")

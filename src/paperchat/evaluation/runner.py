@@ -47,7 +47,7 @@ def prepare(lib: Library, questions: Sequence[Question], data: Path | None) -> l
     if any(q.scope == "topic" for q in questions):
         for f in sorted((data / "abstracts").glob("*.jsonl*")):
             rep = ing.ingest_records(read_records(f))
-            failures.extend(rep.failed)
+            failures.extend(rep.failures)
     pdfs = sorted({data / "pdfs" / q.pdf for q in questions if q.scope == "paper" and q.pdf})
     if pdfs:
         failures.extend(ing.ingest_pdfs(pdfs).failed)

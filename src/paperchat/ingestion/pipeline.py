@@ -40,6 +40,7 @@ class IngestReport:
     failed: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     paper_ids: list[str] = field(default_factory=list)
+    stored: list[tuple[str, str]] = field(default_factory=list)  # (input file, what became of it) for PDFs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,13 +48,20 @@ class IngestReport:
             "chunks_added": self.chunks_added,
             "chunks_skipped": self.chunks_skipped,
             "chunks_removed": self.chunks_removed,
-            "failed": [{"source": f.source, "reason": f.reason} for f in self.failed],
+            "failed": [{"source": f.source, "reason": f.reason} for f in self.failures],
+            "notes": [{"source": f.source, "reason": f.reason} for f in self.failed if f.kept],
+            "stored": [{"source": src, "outcome": what} for src, what in self.stored],
             "seconds": round(self.seconds, 3),
         }
 
     @property
+    def failures(self) -> list[Failure]:
+        """The inputs that were not stored (notes about stored inputs left out)."""
+        return [f for f in self.failed if not f.kept]
+
+    @property
     def exit_code(self) -> int:
-        if not self.failed:
+        if not self.failures:
             return 0
         return 1 if self.papers else 2
 
@@ -65,6 +73,7 @@ class IngestReport:
         self.seconds += other.seconds
         self.failed.extend(other.failed)
         self.paper_ids.extend(other.paper_ids)
+        self.stored.extend(other.stored)
 
 
 class Ingester:
@@ -148,13 +157,24 @@ class Ingester:
                 continue
             batch.append(item)
             if len(batch) >= PAPER_BATCH:
-                self._records_batch(batch, report)
+                self._records_batch_safe(batch, report)
                 batch = []
         if batch:
-            self._records_batch(batch, report)
+            self._records_batch_safe(batch, report)
         self.finish()
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _records_batch_safe(self, papers: list[Paper], report: IngestReport) -> None:
+        """One batch; when the store refuses it, record by record, so one bad record fails alone."""
+        try:
+            self._records_batch(papers, report)
+        except Exception as exc:  # chromadb, sqlite and encoders raise their own types
+            if len(papers) == 1:
+                report.failed.append(Failure(papers[0].id, f"could not be stored ({type(exc).__name__}: {exc})"))
+                return
+            for p in papers:
+                self._records_batch_safe([p], report)
 
     def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
         known = self.lib.catalog.hashes(p.id for p in papers)
@@ -169,14 +189,14 @@ class Ingester:
         stored = self.lib.store.existing_ids([ch.id for _, ch in same]) if same else set()
         report.chunks_skipped += len(stored)
         todo.extend((p, ch) for p, ch in same if ch.id not in stored)
-        report.papers += len(papers)
-        report.paper_ids.extend(p.id for p in papers)
         if todo:
             topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
             metas = [chunk_metadata(ch, p.date, topics[p.id]) for p, ch in todo]
             self._write([ch for _, ch in todo], metas, report)
             self._remove_stale([p.id for p, _ in todo], "abstract", {ch.id for _, ch in todo}, report)
             self.lib.catalog.upsert_papers((p, ch.id, topics[p.id]) for p, ch in todo)
+        report.papers += len(papers)  # counted once stored: a failed batch is retried record by record
+        report.paper_ids.extend(p.id for p in papers)
         if self.progress:
             self.progress(report.papers, report.chunks_added + report.chunks_skipped)
 
@@ -217,6 +237,7 @@ class Ingester:
                     report.papers += 1
                     report.paper_ids.append(known.id)
                     report.chunks_skipped += len(self.lib.store.ids_where({"paper_id": known.id}))
+                    report.stored.append((str(f), f"unchanged, already stored as {known.id}"))
                     continue
             to_parse.append(f)
         chunker = PageChunker(self.settings.chunk_size, self.settings.chunk_overlap)
@@ -229,10 +250,14 @@ class Ingester:
                 continue
             try:
                 self._one_pdf(res.pdf, sidecars.get(str(res.path.resolve()), {}), chunker, f"{shas[res.path]}:{signature}", paper_id, report)
+                report.stored.append((str(res.path), f"stored as {report.paper_ids[-1]} ({len(res.pdf.pages)} pages)"))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
             if self.progress:
                 self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+        # every input ends in the summary, stored or failed: nothing is dropped without a word
+        told = {src for src, _ in report.stored} | {f.source for f in report.failed}
+        report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
         self.finish()
         report.seconds = time.perf_counter() - t0
         return report

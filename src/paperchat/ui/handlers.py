@@ -208,10 +208,10 @@ def upload_pdf(core: Core, file_path: str | None, paper_id: str | None = None) -
         if not isinstance(exc, PaperchatError):
             raise
         return None, str(exc)
-    if rep.failed:
+    if rep.failures:
         if stored is not None and not existed:
             _drop_unused(core, stored, sha)
-        return None, f"Could not read this PDF: {rep.failed[0].reason}"
+        return None, f"Could not read this PDF: {rep.failures[0].reason}"
     pid = rep.paper_ids[0]
     p = core.library.catalog.get(pid)
     return pid, f"Ingested {p.title if p else pid}: {rep.chunks_added} new chunks in {rep.seconds:.1f} s."
