@@ -146,6 +146,16 @@ def test_reading_records_is_bounded(tmp_path: Path, shared: Path) -> None:
     blank.write_bytes(b"\n" * (64 << 20))
     items, peak = _peak_mb(lambda: list(read_records(blank)))
     assert len(items) == 1 and "no records" in items[0].reason and peak < 40  # type: ignore[union-attr]
+    # the limit holds for a whole line inside one block too, not only at block edges
+    inner = tmp_path / "inner.jsonl"
+    inner.write_bytes(good.encode() + b"\n" + b"y" * 600_000 + b"\n" + good.encode().replace(b"25", b"26", 1) + b"\n")
+    kinds = [type(i).__name__ for i in read_records(inner, max_line_bytes=500_000)]
+    assert kinds == ["Paper", "Failure", "Paper"], kinds
+    # a truncated gzip of a JSON array is a damaged file, not a traceback
+    arr = tmp_path / "array.json.gz"
+    arr.write_bytes(gzip.compress(json.dumps(_records(3), indent=2).encode())[:-40])
+    (fail,) = list(read_records(arr))
+    assert "damaged" in fail.reason  # type: ignore[union-attr]
     # line numbers survive blocks: a bad line after 3 MB of good ones names its own line
     many = tmp_path / "many.jsonl"
     n = (3 << 20) // len(good) + 1

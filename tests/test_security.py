@@ -141,7 +141,7 @@ def test_legacy_store_paths_are_copied_or_not_linked(library: Library, tmp_path:
         p = cat.get(pid)
         assert p is not None and p.pdf_path
         sha = Path(p.pdf_path).stem
-        cat.set_pdf(p, str(by_sha[sha]), sha, cat.hashes([pid])[pid][1] or "", p.topics)
+        cat.set_pdf(p, str(by_sha[sha]), sha, cat.hashes([pid])[pid][1] or "", ["rag"])  # a member of a topic
         Path(p.pdf_path).unlink()
     gone.unlink()
     settings = library.settings
@@ -149,6 +149,7 @@ def test_legacy_store_paths_are_copied_or_not_linked(library: Library, tmp_path:
     assert adopt_legacy_pdfs(library) == (1, 1)
     after = {Path(cat.get(pid).pdf_path or "").parent.name: cat.get(pid) for pid in rep.paper_ids}  # type: ignore[union-attr]
     adopted = after["uploads"]
+    assert adopted.topics == ["rag"]  # adopting the copy keeps the paper's topics (it once cleared them)
     assert stored_copy(adopted.pdf_path, settings) is not None
     assert Path(adopted.pdf_path or "").read_bytes() == kept.read_bytes()
     left = after["papers"]  # its file is gone: it keeps the old path, which is neither served nor linked

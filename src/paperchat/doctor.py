@@ -214,7 +214,7 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
             _refill(lib, recreated, report)
             lib.lexical.rebuild(lib.store)
             report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")
-            restored = lib.catalog.restore_user_lists()
+            restored = lib.catalog.restore_user_lists() if recreated else 0  # a healthy catalogue is the truth: a stale mirror must not undo unfollows
             if restored:
                 report.actions.append(f"restored {restored} follows and saves from user_lists.json")
         finally:

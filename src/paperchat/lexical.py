@@ -291,8 +291,11 @@ class LexicalIndex:
                     if key.startswith(TOPIC_PREFIX) and val:
                         topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
         self.root.mkdir(parents=True, exist_ok=True)
-        name = f"idx-{time.time_ns()}"
-        target = self.root / name
+        stamp = time.time_ns()
+        name = f"idx-{stamp}"
+        # built under another name and renamed when complete: a cleanup in another process (which deletes
+        # idx-* folders it does not use) never takes a build that is still being written
+        target = self.root / f"building-{stamp}-{os.getpid()}"
         target.mkdir()
         if ids:
             model = bm25s.BM25(k1=self.k1, b=self.b)
@@ -305,6 +308,8 @@ class LexicalIndex:
         (target / "papers.json").write_text(json.dumps(papers))
         (target / "topics.json").write_text(json.dumps(topics))
         (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
+        os.rename(target, self.root / name)
+        target = self.root / name
         snap = LexicalSnapshot(target, self.tokenizer)
         tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
         tmp.write_text(name)
@@ -315,6 +320,10 @@ class LexicalIndex:
         # older builds go; a snapshot loaded from one keeps working (its files are memory-mapped)
         for old in self.root.glob("idx-*"):
             if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        for old in self.root.glob("building-*"):  # left by a killed build an hour or more ago
+            stamp_s = old.name.split("-")[1]
+            if stamp_s.isdigit() and int(stamp_s) < time.time_ns() - 3600 * 10**9:
                 shutil.rmtree(old, ignore_errors=True)
         return snap
 

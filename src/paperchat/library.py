@@ -104,6 +104,9 @@ class Library:
         """Hold the writer lock; first reopen the store when another process wrote since it was opened
         (Chroma's in-memory index would not know that process's chunks)."""
         with writer_lock(self.settings.data_dir) as before:
+            if _depth.get(str((self.settings.data_dir / LOCK_FILE).resolve()), 0) > 1:
+                yield  # nested inside this thread's own hold: nobody else wrote, never reload the store here
+                return
             if before != self._writes_seen:
                 self.store.reload()
             self._writes_seen = before + 1

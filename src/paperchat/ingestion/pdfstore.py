@@ -51,8 +51,8 @@ def store_pdf(src: Path, sha256: str, settings: Settings) -> Path:
         raise SourceError(f"not a sha256 digest: {sha256!r}", "this is a bug; report it")
     folder = store_dir(settings)
     dest = folder / f"{sha256}.pdf"
-    if dest.is_file():
-        return dest.resolve()
+    if dest.is_file() and dest.stat().st_size == src.stat().st_size:
+        return dest.resolve()  # (a copy cut short by older code, which copied in place, is written again)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         # the partial file lives beside the folder (same file system), never inside the served folder
@@ -106,6 +106,8 @@ def adopt_legacy_pdfs(library: Library) -> tuple[int, int]:
         except SourceError:
             left += 1
             continue
-        library.catalog.set_pdf(paper, str(copy), sha, pdf_hash, paper.topics)
+        # iter_papers leaves topics out: keep the paper's own, or set_pdf would clear its membership
+        known = library.catalog.get(paper.id)
+        library.catalog.set_pdf(paper, str(copy), sha, pdf_hash, known.topics if known else [])
         adopted += 1
     return adopted, left

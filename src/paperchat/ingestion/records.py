@@ -58,7 +58,7 @@ def _paper_id(rec: dict[str, Any]) -> str:
     raw = rec.get("id")
     if isinstance(raw, bool | int | float):
         # a JSON number loses digits: 2503.10 is read as 2503.1, a different paper
-        raise ValueError(f"id {raw!r} is a JSON number; ids must be strings (write \"id\": \"{raw}\")")
+        raise ValueError(f"id {raw!r} is a JSON number, which may have lost digits (2503.10 reads as 2503.1); write ids as strings, e.g. \"id\": \"2503.10\"")
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError("record has no id")
     pid = _VERSION.sub("", raw.strip())
@@ -159,8 +159,12 @@ def _read_json_array(path: Path) -> Iterator[Paper | Failure]:
             f"(one record per line), e.g. jq -c '.[]' {path.name} > records.jsonl",
         )
         return
-    with open_binary(path) as fh:
-        data = fh.read(MAX_JSON_ARRAY_BYTES + 1)
+    try:
+        with open_binary(path) as fh:
+            data = fh.read(MAX_JSON_ARRAY_BYTES + 1)
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        yield Failure(str(path), f"file is damaged: {exc}")
+        return
     if len(data) > MAX_JSON_ARRAY_BYTES:
         yield Failure(str(path), "this JSON array expands to more than 256 MB; convert it to JSON Lines (jq -c '.[]')")
         return

@@ -13,6 +13,10 @@ F = TypeVar("F")
 _BLOCK = 1 << 20
 
 
+def _too_long(lineno: int, max_line: int) -> str:
+    return f"line {lineno} is longer than {max_line / 1048576:g} MB (PAPERCHAT_MAX_RECORD_LINE_MB): is this a JSONL file? (line skipped)"
+
+
 def open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115 - caller closes
 
@@ -54,17 +58,16 @@ def lines(fh: IO[bytes], where: str, max_line: int, failure: Callable[[str, str]
                 lineno += data.count(b"\n", cur, start)
                 cur = start
                 line = m.group()
-                if line.strip():
+                if len(line) > max_line:
+                    yield failure(f"{where}:{lineno}", _too_long(lineno, max_line))
+                elif line.strip():
                     yield lineno, line
             lineno += data.count(b"\n", cur, last + 1)
             rest = data[last + 1 :]
         else:
             rest = data[pos:]
         if len(rest) > max_line:
-            yield failure(
-                f"{where}:{lineno}",
-                f"line {lineno} is longer than {max_line / 1048576:g} MB (PAPERCHAT_MAX_RECORD_LINE_MB): is this a JSONL file? (line skipped)",
-            )
+            yield failure(f"{where}:{lineno}", _too_long(lineno, max_line))
             skipping, buf = True, b""
         else:
             buf = rest

@@ -41,8 +41,9 @@ def normalize_for_match(text: str) -> str:
 # Terminal escape sequences (CSI "ESC [ ... letter", OSC "ESC ] ... BEL/ST", and two-byte "ESC x"), control
 # characters other than tab and line breaks (C0, DEL, C1), bidirectional overrides, and lone surrogates
 # (valid as JSON escapes, but not encodable as UTF-8: they would fail the whole batch at the store).
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_SPACING = re.compile(r"[\x0b\x0c\x1c-\x1f\x85]")  # vertical tab, form feed, separators, NEL: they separate words
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 
 
@@ -52,6 +53,7 @@ def strip_control(text: str) -> str:
     if text.isprintable():
         return text
     text = _ESCAPES.sub("", text)
+    text = _SPACING.sub(" ", text)
     text = _CONTROLS.sub("", text)
     return _SURROGATES.sub("\ufffd", text)
 

@@ -44,7 +44,10 @@ class BodyLimit:
         self.exempt_suffixes = exempt_suffixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope.get("path", "")).rstrip("/").endswith(self.exempt_suffixes):
+        path = str(scope.get("path", "")).rstrip("/")
+        # only Gradio's own upload route (it limits its files); /gradio_api/call/upload and other routes whose
+        # api name happens to be "upload" parse a JSON body and stay capped
+        if scope["type"] != "http" or any(path == "/gradio_api" + e or path == e for e in self.exempt_suffixes):
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", []):
