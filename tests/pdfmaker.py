@@ -48,3 +48,15 @@ def make_pdf(path: Path, pages: list[str], title: str | None = None, page_extra:
     out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
     path.write_bytes(bytes(out))
     return path
+
+
+def blank_pdf(path: Path, pages: int) -> Path:
+    """A PDF of `pages` blank Letter pages (0 gives a PDF with no pages): pypdf writes it."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=612, height=792)
+    with open(path, "wb") as fh:
+        writer.write(fh)
+    return path

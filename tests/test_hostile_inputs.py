@@ -18,7 +18,6 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from pypdf import PdfWriter
 
 from paperchat.cli import main
 from paperchat.ingestion.pipeline import Ingester
@@ -28,7 +27,7 @@ from paperchat.library import Library
 from paperchat.topics import momentum
 from paperchat.types import Paper
 from tests.conftest import ROOT, read_sample
-from tests.pdfmaker import make_pdf
+from tests.pdfmaker import blank_pdf, make_pdf
 
 
 def _records(n: int) -> list[dict[str, object]]:
@@ -230,9 +229,7 @@ def test_json_array_files_and_id_rules(tmp_path: Path, shared: Path) -> None:
 
 
 def test_every_named_pdf_is_in_the_summary(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
-    no_pages = tmp_path / "no-pages.pdf"
-    with open(no_pages, "wb") as fh:
-        PdfWriter().write(fh)
+    no_pages = blank_pdf(tmp_path / "no-pages.pdf", 0)
     empty = tmp_path / "empty.pdf"
     empty.write_bytes(b"")
     twin = tmp_path / "twin-of-no-pages.pdf"

@@ -8,6 +8,7 @@ from pypdf import PdfReader, PdfWriter
 from paperchat.errors import SourceError
 from paperchat.ingestion.chunking import PageChunker
 from paperchat.ingestion.pdf import parse_many, read_pdf
+from tests.pdfmaker import blank_pdf
 
 
 def test_real_pdf_pages_title_and_id(five_pdfs: list[Path]) -> None:
@@ -38,12 +39,7 @@ def _bad_inputs(src: Path, tmp: Path) -> dict[str, Path]:
     files["encrypted"] = tmp / "encrypted.pdf"
     with open(files["encrypted"], "wb") as fh:
         w.write(fh)
-    blank = PdfWriter()
-    for _ in range(3):
-        blank.add_blank_page(width=612, height=792)
-    files["scanned"] = tmp / "scanned.pdf"
-    with open(files["scanned"], "wb") as fh:
-        blank.write(fh)
+    files["scanned"] = blank_pdf(tmp / "scanned.pdf", 3)
     return files
 
 

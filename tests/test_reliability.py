@@ -34,7 +34,7 @@ from paperchat.qa import QA
 from paperchat.types import Page, Scope
 from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
 from tests.fake_llm import FakeLLM
-from tests.pdfmaker import make_pdf
+from tests.pdfmaker import blank_pdf, make_pdf
 
 # -- a corpus of broken PDFs -----------------------------------------------------------------------
 
@@ -65,13 +65,7 @@ def broken_pdfs(real: Path, tmp: Path) -> dict[str, tuple[Path, str | None]]:
         with open(path, "wb") as fh:
             w.write(fh)
         out[name] = (path, "password" if user else None)
-    blank = PdfWriter()
-    for _ in range(3):
-        blank.add_blank_page(width=612, height=792)
-    path = tmp / "image-only.pdf"
-    with open(path, "wb") as fh:
-        blank.write(fh)
-    out["image-only"] = (path, "no extractable text")
+    out["image-only"] = (blank_pdf(tmp / "image-only.pdf", 3), "no extractable text")
     out["thousands-of-pages"] = (make_pdf(tmp / "thousands-of-pages.pdf", [f"Page {i} of a proceedings volume." for i in range(3000)]), "page limit")
     deep = "[" * 5000 + "]" * 5000
     out["deeply-nested"] = (make_pdf(tmp / "deeply-nested.pdf", ["Text long enough to be a page of a paper. " * 5], page_extra=f"/Deep {deep}"), "nested too deeply")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pypdf import PdfWriter
 
 from paperchat.errors import InputError
 from paperchat.ingestion.pdf import sha256_file
@@ -36,7 +35,7 @@ from paperchat.ui import handlers as h
 from paperchat.ui.render import answer_markdown, md_plain, md_text, safe_url, sources_panel
 
 from .conftest import ROOT
-from .pdfmaker import make_pdf
+from .pdfmaker import blank_pdf, make_pdf
 
 IFRAME = "<iframe src=javascript:alert(1)></iframe>"
 IMG = "<img src=x onerror=alert(1)>"
@@ -290,12 +289,7 @@ def test_app_py_refuses_open_serving_like_the_cli(tmp_path: Path) -> None:
 
 def test_failed_upload_leaves_no_file(library: Library, tmp_path: Path) -> None:
     core = h.Core(library.settings, library, QA(library))
-    blank = PdfWriter()
-    for _ in range(2):
-        blank.add_blank_page(width=612, height=792)
-    path = tmp_path / "scan.pdf"
-    with open(path, "wb") as fh:
-        blank.write(fh)
+    path = blank_pdf(tmp_path / "scan.pdf", 2)
     pid, msg = h.upload_pdf(core, str(path))
     assert pid is None and "no extractable text" in msg
     uploads = library.settings.uploads_dir
