@@ -179,18 +179,11 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
-def _day(v: str | None) -> dt.date | None:
-    if not v:
-        return None
-    try:
-        return dt.date.fromisoformat(v)
-    except ValueError as exc:
-        raise PaperchatError(f"bad date {v!r}", "use YYYY-MM-DD") from exc
-
-
 def _check_ask(args: argparse.Namespace) -> None:
     """What can be checked before the library opens: the dates, and that --pdf names a file."""
-    since, until = _day(args.since), _day(args.until)
+    from paperchat.dates import user_day
+
+    since, until = user_day(args.since), user_day(args.until)
     if since and until and since > until:
         raise PaperchatError(f"--since {since} is after --until {until}", "swap the two dates")
     if args.weeks and (since or until):
@@ -204,6 +197,7 @@ def _check_ask(args: argparse.Namespace) -> None:
 
 
 def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-def]
+    from paperchat.dates import plausible, user_day
     from paperchat.ingestion.pipeline import Ingester
     from paperchat.types import Scope
 
@@ -215,9 +209,7 @@ def _scope(args: argparse.Namespace, lib) -> Scope:  # type: ignore[no-untyped-d
         return Scope.for_paper(rep.paper_ids[0])
     if args.paper:
         return Scope.for_paper(args.paper)
-    from paperchat.dates import plausible
-
-    since, until = _day(args.since), _day(args.until)
+    since, until = user_day(args.since), user_day(args.until)
     if args.weeks:
         # "now" is the newest plausible date: one record dated 9999-12-31 must not move the window
         newest = max(plausible(lib.catalog.topic_dates(None)), default=dt.date.today())

@@ -43,3 +43,19 @@ def parse_date(value: Any) -> dt.date | None:
         return email.utils.parsedate_to_datetime(value).date()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+def user_day(value: str | None) -> dt.date | None:
+    """A YYYY-MM-DD date typed by a user (CLI option, app box); None when empty.
+
+    Raises:
+        PaperchatError: the text is not such a date, saying so.
+    """
+    from paperchat.errors import PaperchatError
+
+    if not value or not str(value).strip():
+        return None
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError as exc:
+        raise PaperchatError(f"'{value}' is not a date", "use YYYY-MM-DD") from exc

@@ -5,7 +5,6 @@ They never raise to the page: errors come back as a message in words.
 
 from __future__ import annotations
 
-import datetime as dt
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from paperchat.dates import user_day
 from paperchat.errors import PaperchatError
 from paperchat.ingestion.pdf import check_pdf_file, sha256_file
 from paperchat.ingestion.pdfstore import store_pdf, stored_copy
@@ -48,15 +48,6 @@ def _error(exc: Exception) -> str:
     return f'<div class="pc-error">{esc(msg)}</div>'
 
 
-def _day(value: str | None) -> dt.date | None:
-    if not value or not str(value).strip():
-        return None
-    try:
-        return dt.date.fromisoformat(str(value).strip())
-    except ValueError as exc:
-        raise PaperchatError(f"'{value}' is not a date", "use YYYY-MM-DD") from exc
-
-
 # -- topics -------------------------------------------------------------------------------------
 
 
@@ -83,7 +74,7 @@ def topic_header(core: Core, slug: str, now: str | None = None) -> dict[str, Any
     """Name, description, momentum (sentence, figures, chart) and related topics of a topic."""
     lib = core.library
     t = lib.topics.get(slug)
-    m = momentum(lib.catalog.topic_dates(slug), lib.weekly_counts(), now=_day(now))
+    m = momentum(lib.catalog.topic_dates(slug), lib.weekly_counts(), now=user_day(now))
     shared = lib.catalog.shared_papers(slug)
     counts = lib.catalog.topic_counts()
     mine = counts.get(slug, 0)
@@ -249,7 +240,7 @@ def download_arxiv_pdf(core: Core, paper_id: str) -> tuple[str | None, str]:
 def make_scope(kind: str, target: str, since: str | None = None) -> Scope:
     if kind == "paper":
         return Scope.for_paper(target)
-    return Scope.for_topic(target, since=_day(since))
+    return Scope.for_topic(target, since=user_day(since))
 
 
 def chat_stream(core: Core, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None, since: str | None = None, answerer: str | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
