@@ -172,6 +172,18 @@ class LexicalSnapshot:
             mask = dmask if mask is None else mask & dmask
         return mask
 
+    def scores(self, query: str, idf_mask: np.ndarray | None = None, scope_idf: float = 0.0) -> np.ndarray | None:
+        """BM25 score of every chunk (None when no query word is in the vocabulary); `idf_mask` and
+        `scope_idf` weigh the terms as `search` does."""
+        if self._model is None or not self.ids:
+            return None
+        q = [t for t in self.tokenizer(query) if t in self._model.vocab_dict]
+        if not q:
+            return None
+        if scope_idf > 0 and idf_mask is not None:
+            return self._scope_scores(q, idf_mask, scope_idf)
+        return np.asarray(self._model.get_scores(q), dtype=np.float32)
+
     def search(self, query: str, n: int, mask: np.ndarray | None = None, scope_idf: float = 0.0) -> list[tuple[str, float]]:
         """Top n (chunk id, BM25 score) inside the mask; chunks with score 0 are left out.
 
@@ -194,6 +206,42 @@ class LexicalSnapshot:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def weighted_scores(self, weights: dict[str, float], idf_mask: np.ndarray | None = None, scope_idf: float = 0.0) -> np.ndarray:
+        """BM25 of every chunk for a query given as stemmed token -> weight (expanded queries), with the
+        scope's term weighting of `search` when `idf_mask` and `scope_idf` are given."""
+        total = np.zeros(len(self.ids), dtype=np.float32)
+        if self._model is None:
+            return total
+        sc = self._model.scores
+        indptr, indices, data = sc["indptr"], sc["indices"], sc["data"]
+        n_all = len(self.ids)
+        n_scope = int(idf_mask.sum()) if idf_mask is not None else n_all
+        for term, w in weights.items():
+            t = self._model.vocab_dict.get(term)
+            if t is None or w <= 0:
+                continue
+            docs = np.asarray(indices[indptr[t] : indptr[t + 1]])
+            if docs.size == 0:
+                continue
+            if scope_idf > 0 and idf_mask is not None:
+                idf_all = math.log(1 + (n_all - docs.size + 0.5) / (docs.size + 0.5))
+                df_scope = int(np.count_nonzero(idf_mask[docs]))
+                idf_scope = math.log(1 + (n_scope - df_scope + 0.5) / (df_scope + 0.5))
+                w = w * (idf_scope / idf_all) ** scope_idf if idf_all > 0 else w
+            total[docs] += np.asarray(data[indptr[t] : indptr[t + 1]]) * w
+        return total
+
+    def idf(self, term: str) -> float:
+        """The store-wide BM25 IDF of a stemmed token (0 when unknown)."""
+        if self._model is None:
+            return 0.0
+        t = self._model.vocab_dict.get(term)
+        if t is None:
+            return 0.0
+        sc = self._model.scores
+        df = int(sc["indptr"][t + 1] - sc["indptr"][t])
+        return math.log(1 + (len(self.ids) - df + 0.5) / (df + 0.5))
 
     def _scope_scores(self, q: Sequence[str], mask: np.ndarray, power: float) -> np.ndarray:
         """BM25 with each term's weight scaled by its scoped IDF, read straight from bm25s's posting lists

@@ -10,9 +10,11 @@ tell its pages apart are exact ones (names, numbers, settings).
 
 from __future__ import annotations
 
+import math
 import re
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +53,42 @@ def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int) -> dict[str, fl
     return scores
 
 
+def _soft_ranks(
+    ids: Sequence[str], scores: np.ndarray, members: np.ndarray, window: np.ndarray | None, n: int, positive_only: bool = True
+) -> dict[str, tuple[int, float]]:
+    """Ranks for a topic search that treats the topic as a prior, not a filter.
+
+    The best n members keep the rank a search filtered to the topic gives them; the best n other chunks
+    inside the date window get the rank they would hold among the members (1 + the members that score
+    higher), so a paper the topic's rules miss competes on its merits and only the caller's weight holds
+    it back. Returns chunk id -> (rank, score).
+    """
+    ok = scores > 0 if positive_only else np.ones(scores.shape[0], dtype=bool)
+    inside = members & ok
+    others = ~members & ok
+    if window is not None:
+        others &= window
+    out: dict[str, tuple[int, float]] = {}
+    rows = np.flatnonzero(inside)
+    member_scores = scores[rows]
+    if rows.size:
+        m = min(n, rows.size)
+        top = np.argpartition(-member_scores, m - 1)[:m]
+        top = top[np.argsort(-member_scores[top], kind="stable")]
+        for rank, t in enumerate(top, start=1):
+            out[ids[rows[t]]] = (rank, float(member_scores[t]))
+    orows = np.flatnonzero(others)
+    if orows.size:
+        o_scores = scores[orows]
+        m = min(n, orows.size)
+        top = np.argpartition(-o_scores, m - 1)[:m]
+        ascending = np.sort(member_scores)
+        for t in top:
+            higher = ascending.size - int(np.searchsorted(ascending, o_scores[t], side="right"))
+            out[ids[orows[t]]] = (1 + higher, float(o_scores[t]))
+    return out
+
+
 def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: int) -> list[str]:
     """Keep the order, but let no paper hold more than `max_per_paper` slots before every paper had its turn."""
     counts: dict[str, int] = {}
@@ -72,6 +110,7 @@ class Retriever:
         self.lib = library
         self.params = params or library.settings.retrieval
         self.last_timings: dict[str, float] = {}
+        self._windows: dict[tuple[str, str], _Windows] = {}
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
         got = self.lib.store.collection.get(ids=[cid], include=["embeddings"])
@@ -92,6 +131,59 @@ class Retriever:
             return qv
         moved = qv + p.feedback_weight * lex.vectors[rows].mean(axis=0)
         return moved / (np.linalg.norm(moved) or 1.0)
+
+    def _expanded_scores(self, query: str, first: np.ndarray, members: np.ndarray, lex: LexicalSnapshot) -> np.ndarray:
+        """BM25 again with the query expanded by the words that mark its best chunks (RM3-style pseudo-
+        relevance feedback): terms weighted by their share in each of the top chunks times their IDF, the
+        best few added at a fraction of an original term's weight. Papers that describe the same idea in
+        other words then reach the candidates."""
+        p = self.params
+        ranked = np.flatnonzero(members & (first > 0))
+        if ranked.size == 0:
+            return first
+        top = ranked[np.argsort(-first[ranked], kind="stable")[: p.feedback_chunks or 3]]
+        texts = self.lib.store.get_chunks([lex.ids[i] for i in top])
+        q = lex.tokenizer(query)
+        weights: dict[str, float] = dict(Counter(q))
+        expansion: dict[str, float] = {}
+        for chunk in texts.values():
+            toks = lex.tokenizer(chunk.text)
+            if not toks:
+                continue
+            for t, c in Counter(toks).items():
+                if t not in weights:
+                    expansion[t] = expansion.get(t, 0.0) + c / len(toks) * lex.idf(t)
+        best = sorted(expansion, key=lambda t: -expansion[t])[: p.lexical_feedback_terms]
+        if not best:
+            return first
+        scale = expansion[best[0]]
+        for t in best:
+            weights[t] = p.lexical_feedback_weight * expansion[t] / scale
+        return lex.weighted_scores(weights, members, p.scope_idf)
+
+    def _sentence_ranking(self, query: str, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> list[str]:
+        """The paper's chunks ranked by their best sentence pair under BM25 with the paper's own term
+        statistics: a short aside (one sentence naming a value inside a long page) then counts as much as a
+        page that discusses the question's words at length."""
+        windows = self._paper_windows(paper_id, lex, mask)
+        if windows is None:
+            return []
+        q = [t for t in dict.fromkeys(lex.tokenizer(query))]
+        return windows.rank(q)
+
+    def _paper_windows(self, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> _Windows | None:
+        key = (lex.name, paper_id)
+        got = self._windows.get(key)
+        if got is None:
+            ids = [lex.ids[i] for i in np.flatnonzero(mask)]
+            if not ids:
+                return None
+            texts = self.lib.store.get_chunks(ids)
+            got = _Windows.build([(cid, texts[cid].text) for cid in ids if cid in texts], lex.tokenizer)
+            if len(self._windows) >= 16:  # a few papers open at a time
+                self._windows.pop(next(iter(self._windows)))
+            self._windows[key] = got
+        return got
 
     def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
         """The top k chunks for the query inside the scope, best first, each with its scores.
@@ -115,28 +207,63 @@ class Retriever:
             until=date_int(scope.until),
         )
         in_memory = p.dense_backend == "memory" and lex.vectors is not None
+        soft = scope.kind == "topic" and in_memory and p.topic_outside_weight > 0 and mode == "hybrid"
         lexical: list[tuple[str, float]] = []
-        if mode in ("hybrid", "lexical"):
-            lexical = lex.search(query, p.candidates, mask, p.scope_idf)
-        t2 = time.perf_counter()
         dense: list[tuple[str, float]] = []
         chunks: dict[str, Chunk] = {}
-        if mode in ("hybrid", "dense"):
-            if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
-                dq = self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv
-                dense = lex.dense(dq, p.candidates, mask)
-                if dq is not qv:  # ranked by the moved query; the scores shown and used to abstain stay the question's
-                    dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
-            else:  # Chroma's HNSW with a metadata filter
-                n = min(p.candidates, max(1, self.lib.store.count()))
-                found = self.lib.store.dense_search(qv, n, chroma_where(scope))
-                dense = [(c.id, s) for c, s in found]
-                chunks = {c.id: c for c, _ in found}
-        t3 = time.perf_counter()
-        dense_ids = [cid for cid, _ in dense]
-        lex_ids = [cid for cid, _ in lexical]
         dense_weight = p.paper_dense_weight if scope.kind == "paper" else p.dense_weight
-        fused = rrf([(dense_ids, dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)], p.rrf_k)
+        if soft:  # the topic is a prior, not a filter: papers its rules miss still rank, behind its members
+            window = lex.scope_mask(since=date_int(scope.since), until=date_int(scope.until))
+            members = mask if mask is not None else np.ones(len(lex.ids), dtype=bool)
+            bm = lex.scores(query, members, p.scope_idf)
+            if bm is not None and p.lexical_feedback_terms > 0:
+                bm = self._expanded_scores(query, bm, members, lex)
+            lex_ranks = _soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
+            lexical = sorted(((cid, sc) for cid, (_, sc) in lex_ranks.items()), key=lambda x: lex_ranks[x[0]][0])
+            t2 = time.perf_counter()
+            dq = self._dense_query(qv, scope, [(c, sc) for c, sc in lexical if members[lex.pos[c]]], lex)
+            assert lex.vectors is not None
+            cos = lex.vectors @ dq
+            dense_ranks = _soft_ranks(lex.ids, cos, members, window, p.candidates, positive_only=False)
+            dense = sorted(((cid, sc) for cid, (_, sc) in dense_ranks.items()), key=lambda x: dense_ranks[x[0]][0])
+            if dq is not qv:
+                dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
+            t3 = time.perf_counter()
+            fused: dict[str, float] = {}
+            for ranks, weight in ((dense_ranks, dense_weight), (lex_ranks, p.lexical_weight)):
+                for cid, (rank, _) in ranks.items():
+                    fused[cid] = fused.get(cid, 0.0) + weight / (p.rrf_k + rank)
+            for cid in fused:
+                if not members[lex.pos[cid]]:
+                    fused[cid] *= p.topic_outside_weight
+        else:
+            if mode in ("hybrid", "lexical"):
+                lexical = lex.search(query, p.candidates, mask, p.scope_idf)
+                if scope.kind == "topic" and p.lexical_feedback_terms > 0 and lexical and mask is not None:
+                    first = lex.scores(query, mask, p.scope_idf)
+                    if first is not None:
+                        bm = np.where(mask, self._expanded_scores(query, first, mask, lex), 0.0)
+                        top = np.argsort(-bm, kind="stable")[: p.candidates]
+                        lexical = [(lex.ids[i], float(bm[i])) for i in top if bm[i] > 0]
+            t2 = time.perf_counter()
+            if mode in ("hybrid", "dense"):
+                if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
+                    dq = self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv
+                    dense = lex.dense(dq, p.candidates, mask)
+                    if dq is not qv:  # ranked by the moved query; the scores shown and used to abstain stay the question's
+                        dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
+                else:  # Chroma's HNSW with a metadata filter
+                    n = min(p.candidates, max(1, self.lib.store.count()))
+                    found = self.lib.store.dense_search(qv, n, chroma_where(scope))
+                    dense = [(c.id, s) for c, s in found]
+                    chunks = {c.id: c for c, _ in found}
+            t3 = time.perf_counter()
+            dense_ids = [cid for cid, _ in dense]
+            lex_ids = [cid for cid, _ in lexical]
+            rankings = [(dense_ids, dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)]
+            if scope.kind == "paper" and scope.paper_id and p.sentence_weight > 0 and mode == "hybrid" and mask is not None:
+                rankings.append((self._sentence_ranking(query, scope.paper_id, lex, mask), p.sentence_weight))
+            fused = rrf(rankings, p.rrf_k)
         ranked = sorted(fused, key=lambda c: -fused[c])
         dense_score = dict(dense)
         lex_score = dict(lexical)
@@ -173,6 +300,59 @@ class Retriever:
             "fuse": (t4 - t3) * 1000,
         }
         return hits
+
+
+class _Windows:
+    """Sentence pairs of one paper's chunks, tokenised once, for BM25 with the paper's own statistics."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self, owner: list[str], tokens: list[dict[str, int]], lengths: np.ndarray) -> None:
+        self.owner = owner
+        self.tokens = tokens
+        self.lengths = lengths
+        self.df: dict[str, int] = {}
+        for toks in tokens:
+            for t in toks:
+                self.df[t] = self.df.get(t, 0) + 1
+
+    @classmethod
+    def build(cls, chunks: Sequence[tuple[str, str]], tokenizer: Callable[[str], list[str]]) -> _Windows:
+        from paperchat.citations import split_sentences
+
+        owner: list[str] = []
+        tokens: list[dict[str, int]] = []
+        lengths: list[int] = []
+        for cid, text in chunks:
+            sents = [tokenizer(s) for s in split_sentences(text)] or [tokenizer(text)]
+            for i in range(len(sents)):
+                toks = sents[i] + (sents[i + 1] if i + 1 < len(sents) else [])
+                owner.append(cid)
+                tokens.append(dict(Counter(toks)))
+                lengths.append(len(toks))
+        return cls(owner, tokens, np.asarray(lengths, dtype=np.float32))
+
+    def rank(self, query_terms: Sequence[str]) -> list[str]:
+        n = len(self.tokens)
+        if not n or not query_terms:
+            return []
+        avg = float(self.lengths.mean()) or 1.0
+        scores = np.zeros(n, dtype=np.float32)
+        for t in query_terms:
+            df = self.df.get(t, 0)
+            if not df:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for i, toks in enumerate(self.tokens):
+                tf = toks.get(t)
+                if tf:
+                    scores[i] += idf * tf * (self.K1 + 1) / (tf + self.K1 * (1 - self.B + self.B * self.lengths[i] / avg))
+        best: dict[str, float] = {}
+        for i in np.flatnonzero(scores > 0):
+            cid = self.owner[i]
+            if scores[i] > best.get(cid, 0.0):
+                best[cid] = float(scores[i])
+        return sorted(best, key=lambda c: -best[c])
 
 
 _PRONOUN = re.compile(r"\b(they|them|their|it|its|this|that|these|those|he|she|the paper|the method|the model|the authors|the approach)\b", re.I)

@@ -41,6 +41,24 @@ class RetrievalSettings(BaseModel):
         description="topic questions: move the dense query toward BM25's best this-many chunks (0 = off; topic_dev multi-paper recall@10 0.40 -> 0.45)",
     )
     feedback_weight: float = Field(default=0.5, ge=0.0, description="how far the dense query moves toward those chunks' mean vector")
+    lexical_feedback_terms: int = Field(
+        default=0, ge=0, description="topic questions: expand the BM25 query with this many words of its best chunks (RM3-style; 0 = off)"
+    )
+    lexical_feedback_weight: float = Field(default=0.3, ge=0.0, description="weight of the strongest expansion word relative to a query word")
+    sentence_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="paper questions: weight of a third ranking that scores each chunk by its best sentence pair (BM25 inside the paper; 0 = off)",
+    )
+    topic_outside_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "topic questions: papers outside the topic's rules still rank, their fused score times this "
+            "(0 = the topic is a hard filter; 1 = membership is ignored); memory dense backend only"
+        ),
+    )
     dense_backend: Literal["memory", "chroma"] = Field(
         default="memory",
         description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",
