@@ -111,6 +111,7 @@ class Retriever:
         self.params = params or library.settings.retrieval
         self.last_timings: dict[str, float] = {}
         self._windows: dict[tuple[str, str], _Windows] = {}
+        self._near: dict[tuple[str, str, float], np.ndarray] = {}
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
         got = self.lib.store.collection.get(ids=[cid], include=["embeddings"])
@@ -160,6 +161,25 @@ class Retriever:
         for t in best:
             weights[t] = p.lexical_feedback_weight * expansion[t] / scale
         return lex.weighted_scores(weights, members, p.scope_idf)
+
+    def _near_topic(self, lex: LexicalSnapshot, slug: str, threshold: float) -> np.ndarray:
+        """Chunks whose vector is at least `threshold` cosine from the mean vector of the topic's rule
+        members: counted as members, so a paper about the topic in words the rules do not list is not
+        held back by the outside weight."""
+        key = (lex.name, slug, threshold)
+        got = self._near.get(key)
+        if got is None:
+            assert lex.vectors is not None
+            rules = lex.topic_masks.get(slug)
+            if rules is None or not rules.any():
+                got = np.zeros(len(lex.ids), dtype=bool)
+            else:
+                centre = lex.vectors[rules].mean(axis=0)
+                centre /= np.linalg.norm(centre) or 1.0
+                got = (lex.vectors @ centre) >= threshold
+            self._near = {k: v for k, v in self._near.items() if k[0] == lex.name}
+            self._near[key] = got
+        return got
 
     def _sentence_ranking(self, query: str, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> list[str]:
         """The paper's chunks ranked by their best sentence pair under BM25 with the paper's own term
@@ -215,6 +235,9 @@ class Retriever:
         if soft:  # the topic is a prior, not a filter: papers its rules miss still rank, behind its members
             window = lex.scope_mask(since=date_int(scope.since), until=date_int(scope.until))
             members = mask if mask is not None else np.ones(len(lex.ids), dtype=bool)
+            if p.topic_similarity > 0 and scope.topic:
+                near = self._near_topic(lex, scope.topic, p.topic_similarity)
+                members = members | (near if window is None else near & window)
             bm = lex.scores(query, members, p.scope_idf)
             if bm is not None and p.lexical_feedback_terms > 0:
                 bm = self._expanded_scores(query, bm, members, lex)

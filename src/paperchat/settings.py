@@ -51,13 +51,20 @@ class RetrievalSettings(BaseModel):
         description="paper questions: weight of a third ranking that scores each chunk by its best sentence pair (BM25 inside the paper; 0 = off)",
     )
     topic_outside_weight: float = Field(
-        default=0.0,
+        default=0.85,
         ge=0.0,
         le=1.0,
         description=(
             "topic questions: papers outside the topic's rules still rank, their fused score times this "
-            "(0 = the topic is a hard filter; 1 = membership is ignored); memory dense backend only"
+            "(0 = the topic is a hard filter; 1 = membership is ignored); memory dense backend only. Split halves of "
+            "topic_dev + topic_tune: 0.5-1.0 all beat the hard filter on both halves (known-item recall@10 0.92/0.85 -> 1.0/1.0)"
         ),
+    )
+    topic_similarity: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="topic questions with topic_outside_weight > 0: chunks this close (cosine) to the mean vector of the topic's rule members count as members (0 = off)",
     )
     dense_backend: Literal["memory", "chroma"] = Field(
         default="memory",
