@@ -26,7 +26,7 @@ from paperchat.ingestion.chunking import PageChunker
 from paperchat.ingestion.pdf import sha256_file
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
-from paperchat.ingestion.text import clean_text
+from paperchat.text import clean_text
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.answerers import OpenAIAnswerer

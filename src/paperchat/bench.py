@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.settings import Settings
+from paperchat.text import percentile
 
 
 def _seconds(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -210,7 +210,8 @@ def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
 
 
 def _pct(v: list[float], q: int) -> float:
-    return round(statistics.quantiles(v, n=100)[q - 1], 1) if len(v) > 1 else round(v[0], 1)
+    """The q-th percentile of latencies in ms, rounded to 0.1 (nearest rank, as in eval summaries)."""
+    return round(percentile(v, q) or 0.0, 1)
 
 
 def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], paper_ids: list[str], sizes: list[int | None], repeat: int = 2) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import logging
 import math
 import pickle
 import os
-import re
 import shutil
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from paperchat.store import TOPIC_PREFIX, VectorStore
+from paperchat.text import Tokenizer
 
 _log = logging.getLogger("paperchat")
 # what loading a garbled or truncated snapshot raises (json, numpy, bm25s, a short or missing file)
@@ -34,45 +34,6 @@ LOAD_ERRORS = (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, A
 
 def _is_chroma_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "chromadb"
-
-_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have having
-    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
-    nor not now of off on once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours yourself yourselves
-    also via using use used based paper propose proposed show shows""".split()
-)
-
-
-class Tokenizer:
-    """Lower-case word tokens, English stop words removed, Snowball-stemmed (PyStemmer). A hyphenated
-    word gives its parts and their joined form, so "pre-trained" meets "pretrained" and "long-form" meets
-    "long form"."""
-
-    VERSION = "2"  # bump when tokens change: a snapshot built with another version is rebuilt
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self._stem = Stemmer.Stemmer("english")
-
-    def __call__(self, text: str) -> list[str]:
-        words: list[str] = []
-        for w in _TOKEN.findall(text.lower()):
-            if "-" not in w:
-                if w not in _STOPWORDS:
-                    words.append(w)
-                continue
-            parts = [p for p in w.split("-") if p]
-            words.extend(p for p in parts if p not in _STOPWORDS)
-            words.append("".join(parts))
-        return list(self._stem.stemWords(words))
-
-    def many(self, texts: Sequence[str]) -> list[list[str]]:
-        return [self(t) for t in texts]
 
 
 class LexicalSnapshot:

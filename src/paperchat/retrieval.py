@@ -23,6 +23,7 @@ from paperchat.lexical import LexicalSnapshot
 from paperchat.library import Library
 from paperchat.settings import RetrievalSettings
 from paperchat.store import date_int, topic_key
+from paperchat.text import QUESTION_STOPWORDS as _STOP
 from paperchat.types import Chunk, Hit, Scope
 
 
@@ -318,7 +319,7 @@ class _Windows:
 
     @classmethod
     def build(cls, chunks: Sequence[tuple[str, str]], tokenizer: Callable[[str], list[str]]) -> _Windows:
-        from paperchat.citations import split_sentences
+        from paperchat.text import split_sentences
 
         owner: list[str] = []
         tokens: list[dict[str, int]] = []
@@ -356,7 +357,6 @@ class _Windows:
 
 
 _PRONOUN = re.compile(r"\b(they|them|their|it|its|this|that|these|those|he|she|the paper|the method|the model|the authors|the approach)\b", re.I)
-_STOP = frozenset("what which who whom how why when where does do did is are was were the a an of in on for to and or with by from it its they their this that these those about can could would should use used using paper papers".split())
 
 
 def rewrite_followup(question: str, history: Sequence[str]) -> str:

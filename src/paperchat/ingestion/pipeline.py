@@ -8,7 +8,6 @@ and rebuilt at the end. A rerun therefore finishes a killed run with no duplicat
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from paperchat.dates import parse_date
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.records import Failure
-from paperchat.ingestion.text import clean_text
 from paperchat.library import Library
 from paperchat.store import chunk_metadata
+from paperchat.text import clean_text
 from paperchat.types import Chunk, Paper, ParsedPdf
 
 PAPER_BATCH = 512
@@ -269,13 +269,7 @@ class Ingester:
         known = self.lib.catalog.get(pid)
         if known is not None:
             return known, False
-        date = None
-        vd = side.get("version_date")
-        if isinstance(vd, str):
-            try:
-                date = dt.date.fromisoformat(vd if len(vd) > 7 else vd + "-01")
-            except ValueError:
-                date = None
+        date = parse_date(side.get("version_date"), month=True)
         abstract = clean_text(side["abstract"]) if isinstance(side.get("abstract"), str) else ""
         paper = Paper(
             id=pid,
