@@ -93,7 +93,7 @@ def test_broken_pdf_corpus_in_one_batch(library: Library, five_pdfs: list[Path],
     assert not ingested & {sha256_file(p) for n, (p, _) in corpus.items() if n in failed and p.is_file()}
     # the recoverable ones are copies of one real paper: same content hash per text, one paper each
     assert library.store.count() > before
-    ids = [i for page, _d, _m, _v in library.store.iter_all() for i in page]
+    ids = library.store.all_ids()
     assert len(ids) == len(set(ids))
 
 
@@ -198,7 +198,7 @@ print("done", flush=True)
 
 
 def _ids(lib: Library) -> tuple[list[str], list[str]]:
-    ids = [i for page, _d, _m, _v in lib.store.iter_all() for i in page]
+    ids = lib.store.all_ids()
     return ids, sorted(lib.ready_lexical().ids)
 
 

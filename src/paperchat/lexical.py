@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.store import TOPIC_PREFIX, VectorStore
+from paperchat.store import VectorStore, date_int
 from paperchat.text import Tokenizer
 
 _log = logging.getLogger("paperchat")
@@ -288,17 +288,17 @@ class LexicalIndex:
         dates: list[int] = []
         topics: dict[str, list[int]] = {}
         vectors: list[np.ndarray] = []
-        for page_ids, docs, metas, vecs in store.iter_all(include_vectors=True):
-            vectors.append(np.asarray(vecs, dtype=np.float32).reshape(len(page_ids), -1))
-            for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
+        for batch in store.iter_all(vectors=True):
+            assert batch.vectors is not None
+            vectors.append(batch.vectors)
+            for c in batch.chunks:
                 idx = len(ids)
-                ids.append(cid)
-                tokens.append(self.tokenizer(doc or ""))
-                papers.append(str(meta.get("paper_id", "")))
-                dates.append(int(meta.get("date", 0)))
-                for key, val in meta.items():
-                    if key.startswith(TOPIC_PREFIX) and val:
-                        topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
+                ids.append(c.id)
+                tokens.append(self.tokenizer(c.text))
+                papers.append(c.paper_id)
+                dates.append(date_int(c.date))
+                for slug in c.topics:
+                    topics.setdefault(slug, []).append(idx)
         self.root.mkdir(parents=True, exist_ok=True)
         stamp = time.time_ns()
         name = f"idx-{stamp}"
@@ -390,7 +390,7 @@ class LexicalIndex:
             return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
         if snap.tokenizer_version != Tokenizer.VERSION:
             return "the lexical index was built by an older version"
-        ids = {cid for page, _ in store.iter_metadata() for cid in page}
+        ids = set(store.all_ids())
         if set(snap.ids) != ids:
             return f"the lexical index holds {len(snap.ids)} chunks, the store {len(ids)} (different ids)"
         return None

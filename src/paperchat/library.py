@@ -17,7 +17,7 @@ from paperchat.catalog import Catalog
 from paperchat.lexical import LexicalIndex, LexicalSnapshot
 from paperchat.providers.embedders import Embedder, get_embedder
 from paperchat.settings import Settings
-from paperchat.store import TOPIC_PREFIX, VectorStore, topic_key
+from paperchat.store import VectorStore
 from paperchat.topics import TopicSet, week_start
 
 WEEKLY_COUNTS_KEY = "weekly_counts"
@@ -147,20 +147,7 @@ class Library:
             return False  # another process synced them while this one waited
         memberships = {p.id: self.topics.match(p) for p in self.catalog.iter_papers()}
         self.lexical.mark_dirty()
-        slugs = [t.slug for t in self.topics.topics]
-        for ids, _docs, metas, _ in list(self.store.iter_all()):
-            new_metas = []
-            for meta in metas:
-                mine = set(memberships.get(str(meta.get("paper_id")), []))
-                m = {k: v for k, v in meta.items() if not k.startswith(TOPIC_PREFIX)}
-                # Flags are set to False rather than removed: Chroma merges metadata on update.
-                for k in meta:
-                    if k.startswith(TOPIC_PREFIX):
-                        m[k] = False
-                for s in slugs:
-                    m[topic_key(s)] = s in mine
-                new_metas.append(m)
-            self.store.update_metadata(ids, new_metas)
+        self.store.set_topic_flags(memberships, [t.slug for t in self.topics.topics])
         self.catalog.replace_all_topics(memberships)
         self.lexical.rebuild(self.store)
         self.catalog.set_meta("topics_hash", self.topics.hash)

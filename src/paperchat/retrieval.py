@@ -22,25 +22,9 @@ import numpy as np
 from paperchat.lexical import LexicalSnapshot
 from paperchat.library import Library
 from paperchat.settings import RetrievalSettings
-from paperchat.store import date_int, topic_key
+from paperchat.store import date_int
 from paperchat.text import QUESTION_STOPWORDS as _STOP
 from paperchat.types import Chunk, Hit, Scope
-
-
-def chroma_where(scope: Scope) -> dict[str, Any] | None:
-    """The Chroma metadata filter of a scope."""
-    clauses: list[dict[str, Any]] = []
-    if scope.kind == "topic" and scope.topic:
-        clauses.append({topic_key(scope.topic): True})
-    if scope.kind == "paper" and scope.paper_id:
-        clauses.append({"paper_id": scope.paper_id})
-    if scope.since:
-        clauses.append({"date": {"$gte": date_int(scope.since)}})
-    if scope.until:
-        clauses.append({"date": {"$lte": date_int(scope.until)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int) -> dict[str, float]:
@@ -114,10 +98,8 @@ class Retriever:
         self._windows: dict[tuple[str, str], _Windows] = {}
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
-        got = self.lib.store.collection.get(ids=[cid], include=["embeddings"])
-        if got["embeddings"] is None or len(got["embeddings"]) == 0:
-            return None
-        return float(np.dot(np.asarray(got["embeddings"][0], dtype=np.float32), qv))
+        v = self.lib.store.vector(cid)
+        return None if v is None else float(np.dot(v, qv))
 
     def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: LexicalSnapshot) -> np.ndarray:
         """For topic questions, the query vector moved toward the mean vector of BM25's best chunks
@@ -255,7 +237,7 @@ class Retriever:
                         dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
                 else:  # Chroma's HNSW with a metadata filter
                     n = min(p.candidates, max(1, self.lib.store.count()))
-                    found = self.lib.store.dense_search(qv, n, chroma_where(scope))
+                    found = self.lib.store.dense_search(qv, n, scope)
                     dense = [(c.id, s) for c, s in found]
                     chunks = {c.id: c for c, _ in found}
             t3 = time.perf_counter()
