@@ -26,7 +26,7 @@ from typing import Any
 from paperchat.catalog import Catalog
 from paperchat.errors import EmbedderMismatch, StoreError
 from paperchat.ingestion.chunking import abstract_chunk
-from paperchat.lexical import LexicalIndex
+from paperchat.search_index import SearchIndex
 from paperchat.library import Library, writer_lock
 from paperchat.providers.embedders import Embedder, get_embedder
 from paperchat.settings import Settings
@@ -131,7 +131,7 @@ def check(settings: Settings, embedder: Embedder | None = None) -> Health:
                 health.problems.append(f"{len(diff.missing_pdfs)} papers have no PDF chunks in the vector store")
             if diff.orphans:
                 health.problems.append(f"{len(diff.orphans)} papers in the vector store are not in the catalogue")
-        lexical = LexicalIndex(settings.lexical_dir).load_problem(store)
+        lexical = SearchIndex(settings.lexical_dir).load_problem(store)
         if lexical:
             health.problems.append(lexical)
         mirror = catalog.read_mirror()

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from paperchat.catalog import Catalog
-from paperchat.lexical import LexicalIndex, LexicalSnapshot
+from paperchat.search_index import SearchIndex, SearchSnapshot
 from paperchat.providers.embedders import Embedder, get_embedder
 from paperchat.settings import Settings
 from paperchat.store import VectorStore
@@ -95,7 +95,7 @@ class Library:
         self._writes_seen = _read_lock(settings.data_dir / LOCK_FILE)[1]  # read before the store opens
         self.store = VectorStore(settings, self.embedder)
         self.catalog = Catalog(settings.catalog_path)
-        self.lexical = LexicalIndex(settings.lexical_dir)
+        self.lexical = SearchIndex(settings.lexical_dir)
         self.sync_topics()
         self.warnings: list[str] = self.check()
 
@@ -167,6 +167,6 @@ class Library:
         data = json.loads(path.read_text())
         self.catalog.set_meta(WEEKLY_COUNTS_KEY, json.dumps({str(k): int(v) for k, v in data.items()}))
 
-    def ready_lexical(self) -> LexicalSnapshot:
-        """The lexical index, consistent with the store (see LexicalIndex.ensure)."""
+    def ready_lexical(self) -> SearchSnapshot:
+        """The lexical index, consistent with the store (see SearchIndex.ensure)."""
         return self.lexical.ensure(self.store)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.lexical import LexicalSnapshot
+from paperchat.search_index import SearchSnapshot
 from paperchat.library import Library
 from paperchat.settings import RetrievalSettings
 from paperchat.store import date_int
@@ -101,7 +101,7 @@ class Retriever:
         v = self.lib.store.vector(cid)
         return None if v is None else float(np.dot(v, qv))
 
-    def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: LexicalSnapshot) -> np.ndarray:
+    def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: SearchSnapshot) -> np.ndarray:
         """For topic questions, the query vector moved toward the mean vector of BM25's best chunks
         (pseudo-relevance feedback across the two rankings): the exact words of a broad question ("long-form
         video") pull MiniLM back when it drifts to the topic's general theme. Off for paper and all-store
@@ -115,7 +115,7 @@ class Retriever:
         moved = qv + p.feedback_weight * lex.vectors[rows].mean(axis=0)
         return moved / (np.linalg.norm(moved) or 1.0)
 
-    def _expanded_scores(self, query: str, first: np.ndarray, members: np.ndarray, lex: LexicalSnapshot) -> np.ndarray:
+    def _expanded_scores(self, query: str, first: np.ndarray, members: np.ndarray, lex: SearchSnapshot) -> np.ndarray:
         """BM25 again with the query expanded by the words that mark its best chunks (RM3-style pseudo-
         relevance feedback): terms weighted by their share in each of the top chunks times their IDF, the
         best few added at a fraction of an original term's weight. Papers that describe the same idea in
@@ -144,7 +144,7 @@ class Retriever:
             weights[t] = p.lexical_feedback_weight * expansion[t] / scale
         return lex.weighted_scores(weights, members, p.scope_idf)
 
-    def _sentence_ranking(self, query: str, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> list[str]:
+    def _sentence_ranking(self, query: str, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> list[str]:
         """The paper's chunks ranked by their best sentence pair under BM25 with the paper's own term
         statistics: a short aside (one sentence naming a value inside a long page) then counts as much as a
         page that discusses the question's words at length."""
@@ -154,7 +154,7 @@ class Retriever:
         q = [t for t in dict.fromkeys(lex.tokenizer(query))]
         return windows.rank(q)
 
-    def _paper_windows(self, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> _Windows | None:
+    def _paper_windows(self, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> _Windows | None:
         key = (lex.name, paper_id)
         got = self._windows.get(key)
         if got is None:

@@ -1,4 +1,6 @@
-"""The lexical (BM25) index, built with bm25s from the store's chunks at ingest and persisted beside it.
+"""The search index: BM25 (bm25s) over the store's chunks and a row-aligned copy of their vectors (exact
+dense search in memory), built at ingest and persisted beside the store. Messages call it "the lexical
+index" (its folder is `lexical/`), as they always did.
 
 Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
 this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
@@ -36,7 +38,7 @@ def _is_chroma_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "chromadb"
 
 
-class LexicalSnapshot:
+class SearchSnapshot:
     """One built index, loaded: never changes after loading, so a query sees consistent arrays even while
     another thread swaps in a newer snapshot."""
 
@@ -224,7 +226,7 @@ class LexicalSnapshot:
         return total
 
 
-class LexicalIndex:
+class SearchIndex:
     """BM25 over every chunk of the store, persisted beside it, served as immutable snapshots.
 
     Thread-safe: one lock guards loading and rebuilding. While an ingest in this process is writing (from
@@ -237,7 +239,7 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self.tokenizer = Tokenizer()
-        self._snap: LexicalSnapshot | None = None
+        self._snap: SearchSnapshot | None = None
         self._lock = threading.RLock()
         self._writing = False
 
@@ -264,7 +266,7 @@ class LexicalIndex:
 
     # -- build and load -------------------------------------------------------------------------
 
-    def rebuild(self, store: VectorStore) -> LexicalSnapshot:
+    def rebuild(self, store: VectorStore) -> SearchSnapshot:
         """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
 
         A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
@@ -279,7 +281,7 @@ class LexicalIndex:
                 store.reload()
                 return self._rebuild(store)
 
-    def _rebuild(self, store: VectorStore) -> LexicalSnapshot:
+    def _rebuild(self, store: VectorStore) -> SearchSnapshot:
         import bm25s
 
         ids: list[str] = []
@@ -319,7 +321,7 @@ class LexicalIndex:
         (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
         os.rename(target, self.root / name)
         target = self.root / name
-        snap = LexicalSnapshot(target, self.tokenizer)
+        snap = SearchSnapshot(target, self.tokenizer)
         tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
         tmp.write_text(name)
         os.replace(tmp, self.root / "CURRENT")
@@ -342,11 +344,11 @@ class LexicalIndex:
         except OSError:
             return None
 
-    def _current(self, snap: LexicalSnapshot) -> bool:
+    def _current(self, snap: SearchSnapshot) -> bool:
         """A loaded snapshot is served while a writer here is at work, or while it is still the current build."""
         return self._writing or self._pointer() == snap.name
 
-    def ensure(self, store: VectorStore) -> LexicalSnapshot:
+    def ensure(self, store: VectorStore) -> SearchSnapshot:
         """The current snapshot. Rebuilt first when there is none, when the one on disk is dirty, does not
         load (damaged files: a one-line notice) or is out of step with the store at load time; a newer
         build (from another process) is picked up by its pointer. Once loaded, a snapshot is served as is
@@ -364,7 +366,7 @@ class LexicalIndex:
             if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
                 return self.rebuild(store)
             try:
-                new = LexicalSnapshot(current, self.tokenizer)
+                new = SearchSnapshot(current, self.tokenizer)
             except FileNotFoundError:  # replaced by another process meanwhile
                 return snap if snap is not None else self.rebuild(store)
             except LOAD_ERRORS as exc:
@@ -385,7 +387,7 @@ class LexicalIndex:
         if current is None:
             return "there is no lexical index"
         try:
-            snap = LexicalSnapshot(current, self.tokenizer)
+            snap = SearchSnapshot(current, self.tokenizer)
         except LOAD_ERRORS as exc:
             return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
         if snap.tokenizer_version != Tokenizer.VERSION:
