@@ -9,7 +9,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 from paperchat.text import normalize_for_match
-from paperchat.text import percentile as percentile  # re-exported: run summaries call M.percentile
 
 Metric = tuple[float, str]
 
