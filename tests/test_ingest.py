@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from paperchat import doctor
 from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
@@ -100,12 +101,24 @@ def test_other_embedder_is_refused(built_store: Path, tmp_path: Path, embedder: 
     assert "built with embedder" in str(exc.value)
 
 
-def test_topic_rules_change_updates_metadata_only(built_library: Library, embedder: CountingEmbedder, tmp_path: Path) -> None:
+def test_topic_rules_change_updates_metadata_only(
+    built_library: Library, embedder: CountingEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     topics = tmp_path / "topics.toml"
     topics.write_text('[[topic]]\nslug = "transformers"\nname = "T"\ndescription = "d"\nany = ["transformer*"]\n')
     settings = built_library.settings.model_copy(update={"topics_file": topics})
+    rag_before = sorted(built_library.store.ids_in_topic("rag"))
     built_library.close()
     lib = Library(settings, embedder=embedder)
+    # opening writes nothing: one line says the membership is out of date and what syncs it
+    assert lib.topics_out_of_date() and sorted(lib.store.ids_in_topic("rag")) == rag_before
+    told = [r.getMessage() for r in caplog.records if "out of date" in r.getMessage()]
+    assert len(told) == 1 and "paperchat doctor --repair" in told[0]
+    assert "topic membership is out of date" in " ".join(doctor.check(settings, embedder).problems)  # type: ignore[arg-type]
+    synced = lib.sync_topics()
+    assert synced.synced and synced.papers == lib.catalog.count() and synced.chunks == lib.store.count()
+    assert synced.counts["rag"][1] == 0 and synced.counts["transformers"][0] == 0
+    assert not lib.topics_out_of_date() and not lib.sync_topics().synced
     assert embedder.embedded == 0
     members = set(lib.catalog.topic_papers("transformers"))
     assert "1706.03762" in members and lib.catalog.topic_papers("rag") == []

@@ -26,11 +26,11 @@ from paperchat.ingestion.chunking import PageChunker
 from paperchat.ingestion.pdf import sha256_file
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
-from paperchat.text import clean_text
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.answerers import OpenAIAnswerer
 from paperchat.qa import QA
+from paperchat.text import clean_text
 from paperchat.types import Page, Scope
 from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
 from tests.fake_llm import FakeLLM

@@ -184,6 +184,7 @@ def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
     from paperchat.library import Library
 
     lib = Library(dst, embedder=src.embedder)
+    lib.sync_topics()  # a new store: records the rules' hash, so the copied rows count as synced
     kept_abstracts = 0
     papers: set[str] = set()
     for batch in src.store.iter_all(vectors=True):
@@ -219,6 +220,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
     from paperchat.types import Scope
 
     full = Library(settings)
+    full.sync_topics()
     out: dict[str, Any] = {}
     emb = _naive_embeddings(settings.batch_size)
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,8 @@ fills it again from what survives:
   authors and categories come back when the sources are ingested again), PDF rows from the stored PDF
   copies, follows and saves from `user_lists.json`;
 - chunks of papers the (healthy) catalogue does not list: dropped;
-- the lexical index: always rebuilt from the store.
+- the lexical index: always rebuilt from the store;
+- topic membership out of date with the topics file: synced (metadata only).
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Any
 from paperchat.catalog import Catalog
 from paperchat.errors import EmbedderMismatch, StoreError
 from paperchat.ingestion.chunking import abstract_chunk
-from paperchat.search_index import SearchIndex
 from paperchat.library import Library, writer_lock
 from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.search_index import SearchIndex
 from paperchat.settings import Settings
 from paperchat.store import StoredChunk, VectorStore, forget_client
+from paperchat.topics import TopicSet
 from paperchat.types import Paper
 
 REPAIR = "paperchat doctor --repair"
@@ -131,6 +133,8 @@ def check(settings: Settings, embedder: Embedder | None = None) -> Health:
                 health.problems.append(f"{len(diff.missing_pdfs)} papers have no PDF chunks in the vector store")
             if diff.orphans:
                 health.problems.append(f"{len(diff.orphans)} papers in the vector store are not in the catalogue")
+            if papers and catalog.get_meta("topics_hash") != TopicSet.load(settings.topics_file).hash:
+                health.problems.append(f"topic membership is out of date (the rules in {settings.topics_file} changed)")
         lexical = SearchIndex(settings.lexical_dir).load_problem(store)
         if lexical:
             health.problems.append(lexical)
@@ -210,6 +214,9 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
         _open_store(settings, emb, report)
         lib = Library(settings, embedder=emb)
         try:
+            synced = lib.sync_topics()
+            if synced.synced:
+                report.actions.append(synced.describe())
             _refill(lib, recreated, report)
             lib.lexical.rebuild(lib.store)
             report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")

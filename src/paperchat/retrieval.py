@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.search_index import SearchSnapshot
 from paperchat.library import Library
+from paperchat.search_index import SearchSnapshot
 from paperchat.settings import RetrievalSettings
 from paperchat.store import date_int
 from paperchat.text import QUESTION_STOPWORDS as _STOP

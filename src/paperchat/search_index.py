@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-import pickle
 import os
+import pickle
 import shutil
 import threading
 import time

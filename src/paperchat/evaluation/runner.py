@@ -164,6 +164,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     if answerer:
         settings = settings.model_copy(update={"answerer": answerer})
     lib = Library(settings)
+    lib.sync_topics()  # topic questions need membership by the current rules
     ingest_failures = prepare(lib, questions, data)
     qa = QA(lib)
     grader = None

@@ -144,6 +144,7 @@ class Ingester:
     def ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
         """Ingest paper records (one chunk each); failures pass through into the report."""
         with self.lib.writing():  # one writer at a time per data dir
+            self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_records(items)
 
     def _ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
@@ -209,6 +210,7 @@ class Ingester:
             paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
         """
         with self.lib.writing():  # one writer at a time per data dir
+            self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_pdfs(inputs, paper_id)
 
     def _ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None) -> IngestReport:
