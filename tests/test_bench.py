@@ -17,14 +17,12 @@ def test_bench_ingest_small(sample_jsonl: Path, tmp_path: Path, built_library: L
 
 
 def test_bench_query_subset_and_naive(built_library: Library, tmp_path: Path) -> None:
-    from paperchat.store import topic_key
-
     sub = bench.subset_store(built_library, built_library.settings.model_copy(update={"data_dir": tmp_path / "sub"}), 50)
-    abstracts = len(sub.store.ids_where({"kind": "abstract"}))
-    pdf_chunks = len(built_library.store.ids_where({"kind": "pdf"}))
+    abstracts = len(sub.store.ids_of_kind("abstract"))
+    pdf_chunks = len(built_library.store.ids_of_kind("pdf"))
     assert abstracts == 50 and sub.store.count() == 50 + pdf_chunks
-    assert sorted(sub.ready_lexical().ids) == sorted(i for ids, *_ in sub.store.iter_all() for i in ids)
-    assert len(sub.store.ids_where({topic_key("rag"): True})) > 0
+    assert sorted(sub.ready_lexical().ids) == sorted(sub.store.all_ids())
+    assert len(sub.store.ids_in_topic("rag")) > 0
     sub.close()
     built_library.close()
     res = bench.bench_query_sizes(built_library.settings, [("How do retrieval-augmented models use documents?", "rag")], ["2005.11401"], [50, None], repeat=1)

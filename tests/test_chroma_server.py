@@ -7,6 +7,7 @@ exports PAPERCHAT_TEST_CHROMA_URL; without it, the fixture starts its own. Eithe
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
 from paperchat.qa import QA
+from paperchat.store import StoredChunk
 from paperchat.types import Chunk, Scope
 from tests.conftest import CountingEmbedder, free_port, make_settings
 
@@ -83,16 +85,18 @@ def test_store_operations_on_the_server(server_library: Library) -> None:
     assert not (server_library.settings.chroma_dir).exists()  # nothing written locally by Chroma
     chunks = [Chunk(id=f"c{i}", paper_id=f"p{i % 3}", text=f"text number {i}", kind="abstract", page=None, start=0, end=13) for i in range(9)]
     vecs = np.eye(9, 384, dtype=np.float32)
-    metas = [{"paper_id": c.paper_id, "kind": "abstract", "date": 20260101 + i, "topic_rag": i % 2 == 0} for i, c in enumerate(chunks)]
-    store.upsert(chunks, vecs, metas)
+    stored = [StoredChunk.of(c, dt.date(2026, 1, 1 + i), ["rag"] if i % 2 == 0 else []) for i, c in enumerate(chunks)]
+    store.upsert(stored, vecs)
     assert store.count() == 9 and store.existing_ids(["c1", "zz"]) == {"c1"}
-    assert sorted(store.ids_where({"paper_id": "p1"})) == ["c1", "c4", "c7"]
-    hits = store.dense_search(vecs[4], 3, {"topic_rag": True})
-    assert hits[0][0].id == "c4" and all(metas[int(c.id[1:])]["topic_rag"] for c, _ in hits)
-    store.update_metadata(["c4"], [{**metas[4], "topic_rag": False}])
-    assert "c4" not in [c.id for c, _ in store.dense_search(vecs[4], 3, {"topic_rag": True})]
+    assert sorted(store.ids_of_paper("p1")) == ["c1", "c4", "c7"]
+    rag = Scope.for_topic("rag")
+    hits = store.dense_search(vecs[4], 3, rag)
+    assert hits[0][0].id == "c4" and all(int(c.id[1:]) % 2 == 0 for c, _ in hits)
+    store.set_topic_flags({p: ["rag"] for p in ("p0", "p2")}, ["rag"])  # p1's chunks (c1, c4, c7) leave the topic
+    assert "c4" not in [c.id for c, _ in store.dense_search(vecs[4], 3, rag)]
+    assert sorted(store.ids_in_topic("rag")) == ["c0", "c2", "c3", "c5", "c6", "c8"]
     store.delete(["c0", "c1"])
-    assert store.count() == 7 and sum(len(ids) for ids, *_ in store.iter_all()) == 7
+    assert store.count() == 7 and sum(len(b.chunks) for b in store.iter_all()) == 7
 
 
 def test_ingest_and_ask_round_trip_on_the_server(server_library: Library, sample_jsonl: Path, five_pdfs: list[Path], embedder: CountingEmbedder) -> None:
@@ -109,7 +113,7 @@ def test_ingest_and_ask_round_trip_on_the_server(server_library: Library, sample
     assert ans.citations and {c.paper_id for c in ans.citations} == {"2004.04906"}
     assert any(c.page for c in ans.citations)
     lex = server_library.ready_lexical()
-    ids = [i for page, *_ in server_library.store.iter_all() for i in page]
+    ids = server_library.store.all_ids()
     assert sorted(lex.ids) == sorted(ids)
 
 

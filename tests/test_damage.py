@@ -109,7 +109,7 @@ def reopen(data: Path, embedder: CountingEmbedder) -> Library:
 
 def consistent(lib: Library) -> None:
     """Catalogue, store and lexical index agree."""
-    ids = sorted(i for page, _ in lib.store.iter_metadata() for i in page)
+    ids = sorted(lib.store.all_ids())
     assert ids and sorted(lib.ready_lexical().ids) == ids
     assert not lib.check()
     assert doctor.check(lib.settings, lib.embedder).ok
@@ -135,18 +135,18 @@ def test_deleted_store_is_reported_and_refilled_by_ingesting_again(data: Path, r
 
 def test_doctor_repair_reembeds_reingests_and_drops_orphans(data: Path, embedder: CountingEmbedder) -> None:
     lib = reopen(data, embedder)
-    want = sorted(i for page, _ in lib.store.iter_metadata() for i in page)
+    want = sorted(lib.store.all_ids())
     lib.close()
     shutil.rmtree(data / "chroma")
     lib = reopen(data, embedder)
     # an orphan: a chunk of a paper the catalogue does not list
     from paperchat.ingestion.chunking import abstract_chunk
-    from paperchat.store import chunk_metadata
+    from paperchat.store import StoredChunk
     from paperchat.types import Paper
 
     ghost = abstract_chunk(Paper(id="9999.99999", title="Ghost", abstract="A paper nobody ingested."))
     assert ghost is not None
-    lib.store.upsert([ghost], embedder.embed([ghost.text]), [chunk_metadata(ghost, None, [])])
+    lib.store.upsert([StoredChunk.of(ghost, None, [])], embedder.embed([ghost.text]))
     lib.close()
     _forget_clients()
     rep = doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
@@ -154,7 +154,7 @@ def test_doctor_repair_reembeds_reingests_and_drops_orphans(data: Path, embedder
     assert f"re-embedded {N} abstract chunks" in text and "re-ingested 1 PDFs" in text and "dropped 1 chunks" in text, text
     assert not rep.need_pdf
     lib = reopen(data, embedder)
-    assert sorted(i for page, _ in lib.store.iter_metadata() for i in page) == want
+    assert sorted(lib.store.all_ids()) == want
     consistent(lib)
     lib.close()
 
@@ -228,7 +228,7 @@ def test_empty_catalogue_file_is_reported_and_keeps_follows(data: Path, embedder
 
 def test_garbled_chroma_file_is_one_error_and_repair_reembeds(data: Path, embedder: CountingEmbedder) -> None:
     lib = reopen(data, embedder)
-    want = sorted(i for page, _ in lib.store.iter_metadata() for i in page)
+    want = sorted(lib.store.all_ids())
     lib.close()
     _forget_clients()
     _garble(data / "chroma" / "chroma.sqlite3")
@@ -239,7 +239,7 @@ def test_garbled_chroma_file_is_one_error_and_repair_reembeds(data: Path, embedd
     rep = doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
     assert any("moved the damaged vector store" in a for a in rep.actions), rep.actions
     lib = reopen(data, embedder)
-    assert sorted(i for page, _ in lib.store.iter_metadata() for i in page) == want
+    assert sorted(lib.store.all_ids()) == want
     consistent(lib)
     lib.close()
 
@@ -309,7 +309,7 @@ def test_concurrent_cli_ingests(tmp_path: Path, shared: Path) -> None:
         assert p.returncode == 0 and "Traceback" not in err, (out, err)
     _forget_clients()
     lib = Library(make_settings(data))
-    ids = sorted(i for page, _ in lib.store.iter_metadata() for i in page)
+    ids = sorted(lib.store.all_ids())
     assert len(ids) == 5 and lib.catalog.count() == 5
     assert sorted(lib.ready_lexical().ids) == ids
     lib.close()

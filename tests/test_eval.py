@@ -13,6 +13,7 @@ from paperchat.evaluation.questions import load_set
 from paperchat.evaluation.report import write_report
 from paperchat.evaluation.runner import compare, run
 from paperchat.library import Library
+from paperchat.text import percentile
 
 from .conftest import ROOT, SHARED
 
@@ -27,7 +28,7 @@ def test_metrics_hand_computed() -> None:
     assert M.ndcg_at(ranked, ["a", "c"], 10)[0] == pytest.approx((1 + 1 / 2) / (1 + 1 / 1.5849625007))
     assert M.page_hit([3, None, 5], [5], 5)[0] == 1.0 and M.page_hit([3], [5], 5)[0] == 0.0
     assert M.evidence_hit(["the corpus is fine here"], "the cor- pus is \ufb01ne", 5)[0] == 1.0
-    assert M.percentile([1, 2, 3, 4, 100], 50) == 3 and M.percentile([1, 2, 3, 4, 100], 95) == 100
+    assert percentile([1, 2, 3, 4, 100], 50) == 3 and percentile([1, 2, 3, 4, 100], 95) == 100
 
 
 def test_malformed_set_lines_are_reported(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ import pytest
 from paperchat.cli import main
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
-from paperchat.ingestion.text import printable, strip_control
 from paperchat.library import Library
+from paperchat.text import printable, strip_control
 from paperchat.topics import momentum
 from paperchat.types import Paper
 from tests.conftest import ROOT, read_sample

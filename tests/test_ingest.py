@@ -8,16 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from paperchat import doctor
 from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
+from paperchat.store import StoredChunk
 
 from .conftest import ROOT, CountingEmbedder, jsonl, make_settings, read_sample
 
 
 def _ids(lib: Library) -> list[str]:
-    return [i for ids, _d, _m, _v in lib.store.iter_all() for i in ids]
+    return lib.store.all_ids()
+
+
+def _stored(lib: Library) -> list[StoredChunk]:
+    return [c for batch in lib.store.iter_all(texts=False) for c in batch.chunks]
 
 
 def test_built_store_counts_and_scopes(built_library: Library) -> None:
@@ -28,13 +34,16 @@ def test_built_store_counts_and_scopes(built_library: Library) -> None:
     # PDF chunks are linked to their paper and carry pages; the RAG paper is in the rag topic
     rag = lib.catalog.get("2005.11401")
     assert rag is not None and rag.pdf_path and "rag" in rag.topics
-    pages = lib.store.collection.get(where={"$and": [{"paper_id": "2005.11401"}, {"kind": "pdf"}]}, include=["metadatas"])["metadatas"]
-    assert pages and all(m["page"] >= 1 for m in pages)
-    assert all(m.get("topic_rag") for m in pages)
+    stored = _stored(lib)
+    pages = [c for c in stored if c.paper_id == "2005.11401" and c.kind == "pdf"]
+    assert pages and all(c.page and c.page >= 1 for c in pages)
+    assert all("rag" in c.topics for c in pages)
+    assert sorted(c.id for c in pages) == sorted(lib.store.ids_of_paper("2005.11401", "pdf"))
     # topic scope = exactly the chunks of the topic's papers
     members = set(lib.catalog.topic_papers("rag"))
-    in_scope = lib.store.collection.get(where={"topic_rag": True}, include=["metadatas"])["metadatas"]
-    assert {m["paper_id"] for m in in_scope} == members
+    in_scope = lib.store.get_chunks(lib.store.ids_in_topic("rag"))
+    assert {c.paper_id for c in in_scope.values()} == members
+    assert set(in_scope) == {c.id for c in stored if "rag" in c.topics}
     # the lexical index agrees with the store
     lex = lib.ready_lexical()
     assert sorted(lex.ids) == sorted(ids)
@@ -60,7 +69,7 @@ def test_changed_text_replaces_old_chunk(built_library: Library, embedder: Count
     rep = Ingester(built_library).ingest_records(read_records(path))
     assert rep.chunks_added == 1 and rep.chunks_removed == 1 and embedder.embedded == 1
     assert built_library.store.count() == before
-    docs = built_library.store.collection.get(where={"paper_id": rec["id"]}, include=["documents"])["documents"]
+    docs = [c.text for c in built_library.store.get_chunks(built_library.store.ids_of_paper(rec["id"])).values()]
     assert len(docs) == 1 and docs[0].endswith("We also release code.")
 
 
@@ -68,7 +77,7 @@ def test_remove_paper(built_library: Library) -> None:
     n = Ingester(built_library).remove_paper("2005.11401")
     assert n > 10
     assert built_library.catalog.get("2005.11401") is None
-    assert not built_library.store.ids_where({"paper_id": "2005.11401"})
+    assert not built_library.store.ids_of_paper("2005.11401")
     assert "2005.11401" not in set(built_library.ready_lexical().paper_ids)
 
 
@@ -92,18 +101,30 @@ def test_other_embedder_is_refused(built_store: Path, tmp_path: Path, embedder: 
     assert "built with embedder" in str(exc.value)
 
 
-def test_topic_rules_change_updates_metadata_only(built_library: Library, embedder: CountingEmbedder, tmp_path: Path) -> None:
+def test_topic_rules_change_updates_metadata_only(
+    built_library: Library, embedder: CountingEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     topics = tmp_path / "topics.toml"
     topics.write_text('[[topic]]\nslug = "transformers"\nname = "T"\ndescription = "d"\nany = ["transformer*"]\n')
     settings = built_library.settings.model_copy(update={"topics_file": topics})
+    rag_before = sorted(built_library.store.ids_in_topic("rag"))
     built_library.close()
     lib = Library(settings, embedder=embedder)
+    # opening writes nothing: one line says the membership is out of date and what syncs it
+    assert lib.topics_out_of_date() and sorted(lib.store.ids_in_topic("rag")) == rag_before
+    told = [r.getMessage() for r in caplog.records if "out of date" in r.getMessage()]
+    assert len(told) == 1 and "paperchat doctor --repair" in told[0]
+    assert "topic membership is out of date" in " ".join(doctor.check(settings, embedder).problems)  # type: ignore[arg-type]
+    synced = lib.sync_topics()
+    assert synced.synced and synced.papers == lib.catalog.count() and synced.chunks == lib.store.count()
+    assert synced.counts["rag"][1] == 0 and synced.counts["transformers"][0] == 0
+    assert not lib.topics_out_of_date() and not lib.sync_topics().synced
     assert embedder.embedded == 0
     members = set(lib.catalog.topic_papers("transformers"))
     assert "1706.03762" in members and lib.catalog.topic_papers("rag") == []
-    flagged = lib.store.collection.get(where={"topic_transformers": True}, include=["metadatas"])["metadatas"]
-    assert {m["paper_id"] for m in flagged} == members
-    assert not lib.store.ids_where({"topic_rag": True})
+    flagged = lib.store.get_chunks(lib.store.ids_in_topic("transformers"))
+    assert {c.paper_id for c in flagged.values()} == members
+    assert not lib.store.ids_in_topic("rag")
     lib.close()
 
 

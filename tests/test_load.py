@@ -18,6 +18,7 @@ import pytest
 
 from paperchat.demo import ensure_demo
 from paperchat.library import Library
+from paperchat.text import percentile
 from tests.conftest import ROOT, CountingEmbedder, make_settings, served_app
 
 SESSIONS = 20
@@ -27,8 +28,8 @@ SECONDS = float(os.environ.get("PAPERCHAT_LOAD_SECONDS", "60"))
 
 
 def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))] if xs else float("nan")
+    value = percentile(xs, q)
+    return float("nan") if value is None else value
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
-from paperchat.lexical import Tokenizer
+from paperchat.text import Tokenizer
 from paperchat.providers.answerers import ExtractiveAnswerer, OpenAIAnswerer
 from paperchat.qa import QA
 from paperchat.retrieval import Retriever, as_langchain_retriever, rewrite_followup

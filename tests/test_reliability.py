@@ -26,11 +26,11 @@ from paperchat.ingestion.chunking import PageChunker
 from paperchat.ingestion.pdf import sha256_file
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
-from paperchat.ingestion.text import clean_text
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.answerers import OpenAIAnswerer
 from paperchat.qa import QA
+from paperchat.text import clean_text
 from paperchat.types import Page, Scope
 from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
 from tests.fake_llm import FakeLLM
@@ -93,7 +93,7 @@ def test_broken_pdf_corpus_in_one_batch(library: Library, five_pdfs: list[Path],
     assert not ingested & {sha256_file(p) for n, (p, _) in corpus.items() if n in failed and p.is_file()}
     # the recoverable ones are copies of one real paper: same content hash per text, one paper each
     assert library.store.count() > before
-    ids = [i for page, _d, _m, _v in library.store.iter_all() for i in page]
+    ids = library.store.all_ids()
     assert len(ids) == len(set(ids))
 
 
@@ -198,7 +198,7 @@ print("done", flush=True)
 
 
 def _ids(lib: Library) -> tuple[list[str], list[str]]:
-    ids = [i for page, _d, _m, _v in lib.store.iter_all() for i in page]
+    ids = lib.store.all_ids()
     return ids, sorted(lib.ready_lexical().ids)
 
 

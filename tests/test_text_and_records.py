@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from paperchat.ingestion.records import Failure, parse_atom, read_records, record_to_paper
-from paperchat.ingestion.text import clean_text, normalize_for_match
+from paperchat.text import clean_text, normalize_for_match
 from paperchat.types import Paper
 
 from .conftest import SHARED, jsonl, read_sample
@@ -133,3 +133,27 @@ def test_latex_in_titles_and_abstracts_is_shown_as_plain_text() -> None:
     for r in marked:
         out = plain(r["abstract"])
         assert "\\textbf" not in out and "\\emph" not in out and len(out) > 0.7 * len(r["abstract"])
+
+
+def test_text_module_is_a_leaf() -> None:
+    # paperchat.text is the one place for plain text helpers; any layer may import it only while it
+    # imports nothing of ours
+    import ast
+
+    import paperchat.text
+
+    tree = ast.parse(Path(paperchat.text.__file__).read_text(encoding="utf-8"))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert names and not [n for n in names if n == "paperchat" or n.startswith("paperchat.")]
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
+
+
+def test_arxiv_ids_and_sidecar_months() -> None:
+    from paperchat.dates import parse_date
+    from paperchat.text import is_arxiv_id
+
+    assert is_arxiv_id("2301.01234") and is_arxiv_id("hep-th/9901001") and is_arxiv_id("math.AG/0101001")
+    assert not is_arxiv_id("2301.01234v2") and is_arxiv_id("2301.01234v2", versioned=True)
+    assert not is_arxiv_id("pdf-0123456789ab", versioned=True) and not is_arxiv_id("2301.01234\n", versioned=True)
+    assert parse_date("2024-03") is None and str(parse_date("2024-03", month=True)) == "2024-03-01"

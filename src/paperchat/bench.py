@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.settings import Settings
+from paperchat.text import percentile
 
 
 def _seconds(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -184,22 +184,20 @@ def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
     from paperchat.library import Library
 
     lib = Library(dst, embedder=src.embedder)
+    lib.sync_topics()  # a new store: records the rules' hash, so the copied rows count as synced
     kept_abstracts = 0
     papers: set[str] = set()
-    for ids, docs, metas, vecs in src.store.iter_all(include_vectors=True):
+    for batch in src.store.iter_all(vectors=True):
         keep = []
-        for i, meta in enumerate(metas):
-            if meta.get("kind") == "abstract":
+        for i, c in enumerate(batch.chunks):
+            if c.kind == "abstract":
                 if n_abstracts is not None and kept_abstracts >= n_abstracts:
                     continue
                 kept_abstracts += 1
             keep.append(i)
-        if keep:
-            lib.store.collection.upsert(
-                ids=[ids[i] for i in keep], documents=[docs[i] for i in keep],
-                metadatas=[metas[i] for i in keep], embeddings=[vecs[i] for i in keep],
-            )
-            papers.update(str(metas[i]["paper_id"]) for i in keep)
+        if keep and batch.vectors is not None:
+            lib.store.upsert([batch.chunks[i] for i in keep], batch.vectors[keep])
+            papers.update(batch.chunks[i].paper_id for i in keep)
     got = src.catalog.get_many(papers)
     lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
     for p in got.values():
@@ -210,7 +208,8 @@ def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
 
 
 def _pct(v: list[float], q: int) -> float:
-    return round(statistics.quantiles(v, n=100)[q - 1], 1) if len(v) > 1 else round(v[0], 1)
+    """The q-th percentile of latencies in ms, rounded to 0.1 (nearest rank, as in eval summaries)."""
+    return round(percentile(v, q) or 0.0, 1)
 
 
 def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], paper_ids: list[str], sizes: list[int | None], repeat: int = 2) -> dict[str, Any]:
@@ -218,10 +217,10 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
     retriever (`Chroma.as_retriever` with the same filter) on the same store, per store size."""
     from paperchat.library import Library
     from paperchat.qa import QA
-    from paperchat.store import topic_key
     from paperchat.types import Scope
 
     full = Library(settings)
+    full.sync_topics()
     out: dict[str, Any] = {}
     emb = _naive_embeddings(settings.batch_size)
     with tempfile.TemporaryDirectory() as tmp:
@@ -230,7 +229,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
             qa = QA(lib)
             lib.ready_lexical()
             lib.embedder.embed_query("warm up")
-            naive = _naive_chroma(lib.settings.chroma_dir, emb, lib.store.collection.name)
+            naive = _naive_chroma(lib.settings.chroma_dir, emb, lib.store.collection_name)
             rows: dict[str, list[float]] = {"topic_retrieve": [], "topic_answer": [], "paper_retrieve": [], "paper_answer": [], "naive_topic": [], "naive_paper": []}
             present = [p for p in paper_ids if lib.catalog.get(p) is not None]
             for r in range(repeat):
@@ -240,7 +239,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["topic_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["topic_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": {topic_key(topic): True}}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.store.where(Scope.for_topic(topic))}).invoke(q2)
                     rows["naive_topic"].append((time.perf_counter() - t0) * 1000)
                 for pid in present:
                     q2 = f"What method does this paper propose, and how is it evaluated? ({pid} {size}-{r})"
@@ -248,7 +247,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["paper_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["paper_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": {"paper_id": pid}}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.store.where(Scope.for_paper(pid))}).invoke(q2)
                     rows["naive_paper"].append((time.perf_counter() - t0) * 1000)
             res: dict[str, Any] = {"chunks": lib.store.count()}
             for k, v in rows.items():

@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from paperchat.lexical import Tokenizer
+from paperchat.text import Tokenizer, split_sentences
 from paperchat.types import Citation, NumberedRef, Source
 
-_GROUP = re.compile(r"\[(\s*\d+(?:\s*(?:[,;]|[-\u2013\u2014]|and)\s*\d+)*\s*)\]")
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|Fig|Figs|Eq|Eqs|Sec|Tab|vs|cf|approx|resp|No)\.$", re.I)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+# one citation marker: [1], [1, 2], [1; 3], [1-3], [1 and 2] (the one pattern for citations; the app links them)
+CITATION = re.compile(r"\[(\s*\d+(?:\s*(?:[,;]|[-\u2013\u2014]|and)\s*\d+)*\s*)\]")
 _tok: Tokenizer | None = None
 
 
@@ -49,7 +48,7 @@ def _mask_quotes(text: str) -> str:
 def parse_citations(text: str) -> list[int]:
     """Every cited number in order of first appearance: [1], [1, 2], [1][3], [1-3] (not inside quotes)."""
     seen: dict[int, None] = {}
-    for m in _GROUP.finditer(_mask_quotes(text)):
+    for m in CITATION.finditer(_mask_quotes(text)):
         for n in parse_group(m.group(1)):
             seen.setdefault(n, None)
     return list(seen)
@@ -69,22 +68,10 @@ def strip_invalid(text: str, offered: Iterable[int]) -> tuple[str, list[int]]:
         dropped.extend(n for n in nums if n not in valid)
         return "[" + ", ".join(str(n) for n in keep) + "]" if keep else ""
 
-    cleaned = _GROUP.sub(fix, text)
+    cleaned = CITATION.sub(fix, text)
     cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
     cleaned = re.sub(r"[ \t]{2,}", " ", cleaned)
     return cleaned, sorted(set(dropped))
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage; does not split after e.g., et al., Fig. and the like."""
-    parts = [p for block in re.split(r"\n\s*\n", text.strip()) for p in _SPLIT.split(block.strip())]
-    out: list[str] = []
-    for p in parts:
-        if out and _ABBREV.search(out[-1]):
-            out[-1] = f"{out[-1]} {p}"
-        else:
-            out.append(p)
-    return [s.strip() for s in out if s.strip()]
 
 
 _QUOTED = re.compile(r'"([^"]{10,})"')
@@ -93,7 +80,7 @@ _QUOTED = re.compile(r'"([^"]{10,})"')
 def _claim(sentence: str) -> str:
     """The part of a sentence that makes the claim: its quotation when it quotes, else all of it."""
     quoted = _QUOTED.findall(sentence)
-    return " ".join(quoted) if quoted else _GROUP.sub("", sentence)
+    return " ".join(quoted) if quoted else CITATION.sub("", sentence)
 
 
 def support(sentence: str, passage: str) -> float:

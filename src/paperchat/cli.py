@@ -38,7 +38,7 @@ def _library(settings: Settings):  # type: ignore[no-untyped-def]
 
 
 def _print_report(report, as_json: bool) -> int:  # type: ignore[no-untyped-def]
-    from paperchat.ingestion.text import printable
+    from paperchat.text import printable
 
     if as_json:
         print(json.dumps(report.to_json()))
@@ -223,7 +223,7 @@ def format_answer(ans) -> str:  # type: ignore[no-untyped-def]
     """The answer as text: body, what was searched, coverage and the reference list (LaTeX shown plain)."""
     from paperchat.tex import plain
 
-    from paperchat.ingestion.text import printable
+    from paperchat.text import printable
 
     lines = [plain(ans.answer.strip()), ""]
     if ans.fallback:
@@ -343,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except PaperchatError as exc:
-        from paperchat.ingestion.text import printable
+        from paperchat.text import printable
 
         print(printable(f"paperchat: error: {exc}"), file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,11 +31,21 @@ def plausible(dates: Iterable[dt.date], today: dt.date | None = None) -> list[dt
     return [d for d in dates if EARLIEST <= d <= end]
 
 
-def parse_date(value: Any) -> dt.date | None:
-    """A date from 'YYYY-MM-DD...' or an RFC 2822 string ('Mon, 2 Apr 2007 19:18:42 GMT'); None otherwise."""
+_MONTH = re.compile(r"\d{4}-\d{2}")
+
+
+def parse_date(value: Any, month: bool = False) -> dt.date | None:
+    """A date from 'YYYY-MM-DD...' or an RFC 2822 string ('Mon, 2 Apr 2007 19:18:42 GMT'); None otherwise.
+
+    Args:
+        value: the text (anything else gives None).
+        month: also read 'YYYY-MM' as the first of that month (a PDF sidecar's version date).
+    """
     if not value or not isinstance(value, str):
         return None
     value = value.strip()
+    if month and _MONTH.fullmatch(value):
+        value += "-01"
     try:
         return dt.date.fromisoformat(value[:10])
     except ValueError:

@@ -11,7 +11,8 @@ fills it again from what survives:
   authors and categories come back when the sources are ingested again), PDF rows from the stored PDF
   copies, follows and saves from `user_lists.json`;
 - chunks of papers the (healthy) catalogue does not list: dropped;
-- the lexical index: always rebuilt from the store.
+- the lexical index: always rebuilt from the store;
+- topic membership out of date with the topics file: synced (metadata only).
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ from typing import Any
 from paperchat.catalog import Catalog
 from paperchat.errors import EmbedderMismatch, StoreError
 from paperchat.ingestion.chunking import abstract_chunk
-from paperchat.lexical import LexicalIndex
 from paperchat.library import Library, writer_lock
 from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.search_index import SearchIndex
 from paperchat.settings import Settings
-from paperchat.store import TOPIC_PREFIX, VectorStore, chunk_metadata, forget_client
+from paperchat.store import StoredChunk, VectorStore, forget_client
+from paperchat.topics import TopicSet
 from paperchat.types import Paper
 
 REPAIR = "paperchat doctor --repair"
@@ -47,14 +49,13 @@ class Inventory:
     @classmethod
     def of(cls, store: VectorStore) -> Inventory:
         inv = cls()
-        for ids, metas in store.iter_metadata():
-            for cid, meta in zip(ids, metas, strict=True):
-                inv.ids.add(cid)
-                pid = str(meta.get("paper_id", ""))
-                if meta.get("kind") == "pdf":
-                    inv.pdf_chunks[pid] = inv.pdf_chunks.get(pid, 0) + 1
+        for batch in store.iter_all(texts=False):
+            for c in batch.chunks:
+                inv.ids.add(c.id)
+                if c.kind == "pdf":
+                    inv.pdf_chunks[c.paper_id] = inv.pdf_chunks.get(c.paper_id, 0) + 1
                 else:
-                    inv.abstracts.setdefault(pid, set()).add(cid)
+                    inv.abstracts.setdefault(c.paper_id, set()).add(c.id)
         return inv
 
     @property
@@ -132,7 +133,9 @@ def check(settings: Settings, embedder: Embedder | None = None) -> Health:
                 health.problems.append(f"{len(diff.missing_pdfs)} papers have no PDF chunks in the vector store")
             if diff.orphans:
                 health.problems.append(f"{len(diff.orphans)} papers in the vector store are not in the catalogue")
-        lexical = LexicalIndex(settings.lexical_dir).load_problem(store)
+            if papers and catalog.get_meta("topics_hash") != TopicSet.load(settings.topics_file).hash:
+                health.problems.append(f"topic membership is out of date (the rules in {settings.topics_file} changed)")
+        lexical = SearchIndex(settings.lexical_dir).load_problem(store)
         if lexical:
             health.problems.append(lexical)
         mirror = catalog.read_mirror()
@@ -211,6 +214,9 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
         _open_store(settings, emb, report)
         lib = Library(settings, embedder=emb)
         try:
+            synced = lib.sync_topics()
+            if synced.synced:
+                report.actions.append(synced.describe())
             _refill(lib, recreated, report)
             lib.lexical.rebuild(lib.store)
             report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")
@@ -229,7 +235,7 @@ def _refill(lib: Library, recreated: bool, report: RepairReport) -> None:
     diff = compare(lib.catalog, inv)
     if diff.orphans and not recreated:
         lib.lexical.mark_dirty()
-        ids = lib.store.ids_where({"paper_id": {"$in": diff.orphans}})
+        ids = lib.store.ids_of_papers(diff.orphans)
         lib.store.delete(ids)
         report.actions.append(f"dropped {len(ids)} chunks of {len(diff.orphans)} papers the catalogue does not list")
     if diff.missing_abstracts:
@@ -240,19 +246,16 @@ def _refill(lib: Library, recreated: bool, report: RepairReport) -> None:
 def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None:
     """Catalogue rows from the abstract chunks (title and abstract) and from the stored PDF copies."""
     rows: list[tuple[Paper, str | None, list[str]]] = []
-    for ids, docs, metas, _ in lib.store.iter_all():
-        for _cid, doc, meta in zip(ids, docs, metas, strict=True):
-            if meta.get("kind") == "pdf":
+    for batch in lib.store.iter_all():
+        for c in batch.chunks:
+            if c.kind == "pdf":
                 continue
-            title, _, abstract = (doc or "").partition("\n\n")
-            pid = str(meta.get("paper_id", ""))
-            raw = int(meta.get("date") or 0)
-            date = dt.date(raw // 10000, raw // 100 % 100, raw % 100) if raw else None
-            topics = [k[len(TOPIC_PREFIX) :] for k, v in meta.items() if k.startswith(TOPIC_PREFIX) and v]
+            title, _, abstract = c.text.partition("\n\n")
+            pid = c.paper_id
             url = "" if pid.startswith(("pdf-", "file:")) else f"https://arxiv.org/abs/{pid}"
-            paper = Paper(id=pid, title=title.strip() or pid, abstract=abstract.strip(), date=date, url=url)
+            paper = Paper(id=pid, title=title.strip() or pid, abstract=abstract.strip(), date=c.date, url=url)
             # no abstract hash: ingesting the source again rewrites the row with its authors and categories
-            rows.append((paper, None, topics))
+            rows.append((paper, None, list(c.topics)))
     lib.catalog.upsert_papers(rows)
     report.actions.append(f"refilled {len(rows)} paper rows from the abstract chunks in the vector store")
     report.todo.append("ingest your abstract files again to restore authors and categories (nothing is re-embedded)")
@@ -283,7 +286,7 @@ def _reembed_abstracts(lib: Library, paper_ids: list[str], report: RepairReport)
         part = todo[i : i + 512]
         chunks = [c for _, c in part]
         vectors = lib.embedder.embed([c.text for c in chunks], lib.settings.batch_size)
-        lib.store.upsert(chunks, vectors, [chunk_metadata(c, p.date, p.topics) for p, c in part])
+        lib.store.upsert([StoredChunk.of(c, p.date, p.topics) for p, c in part], vectors)
         lib.catalog.upsert_papers((p, c.id, p.topics) for p, c in part)
     report.actions.append(f"re-embedded {len(todo)} abstract chunks from the catalogue")
 

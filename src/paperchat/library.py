@@ -5,24 +5,27 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from paperchat.catalog import Catalog
-from paperchat.lexical import LexicalIndex, LexicalSnapshot
 from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.search_index import SearchIndex, SearchSnapshot
 from paperchat.settings import Settings
-from paperchat.store import TOPIC_PREFIX, VectorStore, topic_key
+from paperchat.store import VectorStore
 from paperchat.topics import TopicSet, week_start
 
 WEEKLY_COUNTS_KEY = "weekly_counts"
 LOCK_FILE = "ingest.lock"
 DOCTOR = "`paperchat doctor --repair`"
+_log = logging.getLogger("paperchat")
 _SAMPLE = 64  # abstract chunk ids checked against the store at open: one small get, cheap on any size
 
 _thread_locks: dict[str, threading.RLock] = {}
@@ -81,10 +84,28 @@ def writer_lock(data_dir: Path) -> Iterator[int]:
             os.close(fd)
 
 
+@dataclass(frozen=True)
+class TopicSync:
+    """What `Library.sync_topics` changed: nothing when `synced` is False."""
+
+    synced: bool = False
+    papers: int = 0  # papers matched against the new rules
+    chunks: int = 0  # chunks whose topic flags were rewritten
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # topic -> (papers before, after), changed ones
+
+    def describe(self) -> str:
+        """One line for a log or a report."""
+        if not self.synced:
+            return "topic membership is up to date"
+        moved = ", ".join(f"{t} {a} -> {b}" for t, (a, b) in sorted(self.counts.items())) or "no topic changed size"
+        return f"topic membership synced with the new rules: {self.papers} papers, {self.chunks} chunks re-flagged ({moved})"
+
+
 class Library:
     """Everything a question or a page needs, opened once per process.
 
-    Opening syncs topic membership when the topics file changed since the last run (metadata only).
+    Opening writes nothing. When the topics file changed since membership was last synced, it logs one
+    line; the entry points (ingest, the app, eval, doctor) call `sync_topics` explicitly.
     """
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
@@ -95,9 +116,13 @@ class Library:
         self._writes_seen = _read_lock(settings.data_dir / LOCK_FILE)[1]  # read before the store opens
         self.store = VectorStore(settings, self.embedder)
         self.catalog = Catalog(settings.catalog_path)
-        self.lexical = LexicalIndex(settings.lexical_dir)
-        self.sync_topics()
+        self.lexical = SearchIndex(settings.lexical_dir)
         self.warnings: list[str] = self.check()
+        if self.topics_out_of_date():
+            _log.warning(
+                f"paperchat: topic membership is out of date (the rules in {settings.topics_file} changed): "
+                f"it is synced by `paperchat doctor --repair`, any `paperchat ingest` or `paperchat serve`"
+            )
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -132,39 +157,37 @@ class Library:
 
     # -- topics ------------------------------------------------------------------------------------
 
-    def sync_topics(self) -> bool:
-        """Recompute every paper's topics when the rules changed; returns True when something changed."""
+    def topics_out_of_date(self) -> bool:
+        """True when the topic rules changed since membership was last synced (and there are papers)."""
+        return self.catalog.get_meta("topics_hash") != self.topics.hash and self.catalog.count() > 0
+
+    def sync_topics(self) -> TopicSync:
+        """Apply the current topic rules to every paper when they changed since the last sync (metadata
+        and the search index only, no re-embedding); logs one line when it changed something."""
         if self.catalog.get_meta("topics_hash") == self.topics.hash:
-            return False
+            return TopicSync()
         if self.catalog.count() == 0:
             self.catalog.set_meta("topics_hash", self.topics.hash)
-            return False
+            return TopicSync()
         with self.writing():
-            return self._sync_topics()
+            result = self._sync_topics()
+        if result.synced:
+            _log.warning(f"paperchat: {result.describe()}")
+        return result
 
-    def _sync_topics(self) -> bool:
+    def _sync_topics(self) -> TopicSync:
         if self.catalog.get_meta("topics_hash") == self.topics.hash:
-            return False  # another process synced them while this one waited
+            return TopicSync()  # another process synced them while this one waited
+        before = self.catalog.topic_counts()
         memberships = {p.id: self.topics.match(p) for p in self.catalog.iter_papers()}
         self.lexical.mark_dirty()
-        slugs = [t.slug for t in self.topics.topics]
-        for ids, _docs, metas, _ in list(self.store.iter_all()):
-            new_metas = []
-            for meta in metas:
-                mine = set(memberships.get(str(meta.get("paper_id")), []))
-                m = {k: v for k, v in meta.items() if not k.startswith(TOPIC_PREFIX)}
-                # Flags are set to False rather than removed: Chroma merges metadata on update.
-                for k in meta:
-                    if k.startswith(TOPIC_PREFIX):
-                        m[k] = False
-                for s in slugs:
-                    m[topic_key(s)] = s in mine
-                new_metas.append(m)
-            self.store.update_metadata(ids, new_metas)
+        chunks = self.store.set_topic_flags(memberships, [t.slug for t in self.topics.topics])
         self.catalog.replace_all_topics(memberships)
         self.lexical.rebuild(self.store)
         self.catalog.set_meta("topics_hash", self.topics.hash)
-        return True
+        after = Counter(t for ts in memberships.values() for t in ts)
+        counts = {t: (before.get(t, 0), after.get(t, 0)) for t in set(before) | set(after) if before.get(t, 0) != after.get(t, 0)}
+        return TopicSync(synced=True, papers=len(memberships), chunks=chunks, counts=counts)
 
     # -- corpus-wide counts ---------------------------------------------------------------------------
 
@@ -180,6 +203,6 @@ class Library:
         data = json.loads(path.read_text())
         self.catalog.set_meta(WEEKLY_COUNTS_KEY, json.dumps({str(k): int(v) for k, v in data.items()}))
 
-    def ready_lexical(self) -> LexicalSnapshot:
-        """The lexical index, consistent with the store (see LexicalIndex.ensure)."""
+    def ready_lexical(self) -> SearchSnapshot:
+        """The lexical index, consistent with the store (see SearchIndex.ensure)."""
         return self.lexical.ensure(self.store)

@@ -19,27 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.lexical import LexicalSnapshot
 from paperchat.library import Library
+from paperchat.search_index import SearchSnapshot
 from paperchat.settings import RetrievalSettings
-from paperchat.store import date_int, topic_key
+from paperchat.store import date_int
+from paperchat.text import QUESTION_STOPWORDS as _STOP
 from paperchat.types import Chunk, Hit, Scope
-
-
-def chroma_where(scope: Scope) -> dict[str, Any] | None:
-    """The Chroma metadata filter of a scope."""
-    clauses: list[dict[str, Any]] = []
-    if scope.kind == "topic" and scope.topic:
-        clauses.append({topic_key(scope.topic): True})
-    if scope.kind == "paper" and scope.paper_id:
-        clauses.append({"paper_id": scope.paper_id})
-    if scope.since:
-        clauses.append({"date": {"$gte": date_int(scope.since)}})
-    if scope.until:
-        clauses.append({"date": {"$lte": date_int(scope.until)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int) -> dict[str, float]:
@@ -114,12 +99,10 @@ class Retriever:
         self._near: dict[tuple[str, str, float], np.ndarray] = {}
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
-        got = self.lib.store.collection.get(ids=[cid], include=["embeddings"])
-        if got["embeddings"] is None or len(got["embeddings"]) == 0:
-            return None
-        return float(np.dot(np.asarray(got["embeddings"][0], dtype=np.float32), qv))
+        v = self.lib.store.vector(cid)
+        return None if v is None else float(np.dot(v, qv))
 
-    def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: LexicalSnapshot) -> np.ndarray:
+    def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: SearchSnapshot) -> np.ndarray:
         """For topic questions, the query vector moved toward the mean vector of BM25's best chunks
         (pseudo-relevance feedback across the two rankings): the exact words of a broad question ("long-form
         video") pull MiniLM back when it drifts to the topic's general theme. Off for paper and all-store
@@ -133,7 +116,7 @@ class Retriever:
         moved = qv + p.feedback_weight * lex.vectors[rows].mean(axis=0)
         return moved / (np.linalg.norm(moved) or 1.0)
 
-    def _expanded_scores(self, query: str, first: np.ndarray, members: np.ndarray, lex: LexicalSnapshot) -> np.ndarray:
+    def _expanded_scores(self, query: str, first: np.ndarray, members: np.ndarray, lex: SearchSnapshot) -> np.ndarray:
         """BM25 again with the query expanded by the words that mark its best chunks (RM3-style pseudo-
         relevance feedback): terms weighted by their share in each of the top chunks times their IDF, the
         best few added at a fraction of an original term's weight. Papers that describe the same idea in
@@ -162,7 +145,7 @@ class Retriever:
             weights[t] = p.lexical_feedback_weight * expansion[t] / scale
         return lex.weighted_scores(weights, members, p.scope_idf)
 
-    def _near_topic(self, lex: LexicalSnapshot, slug: str, threshold: float) -> np.ndarray:
+    def _near_topic(self, lex: SearchSnapshot, slug: str, threshold: float) -> np.ndarray:
         """Chunks whose vector is at least `threshold` cosine from the mean vector of the topic's rule
         members: counted as members, so a paper about the topic in words the rules do not list is not
         held back by the outside weight."""
@@ -181,7 +164,7 @@ class Retriever:
             self._near[key] = got
         return got
 
-    def _sentence_ranking(self, query: str, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> list[str]:
+    def _sentence_ranking(self, query: str, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> list[str]:
         """The paper's chunks ranked by their best sentence pair under BM25 with the paper's own term
         statistics: a short aside (one sentence naming a value inside a long page) then counts as much as a
         page that discusses the question's words at length."""
@@ -191,7 +174,7 @@ class Retriever:
         q = [t for t in dict.fromkeys(lex.tokenizer(query))]
         return windows.rank(q)
 
-    def _paper_windows(self, paper_id: str, lex: LexicalSnapshot, mask: np.ndarray) -> _Windows | None:
+    def _paper_windows(self, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> _Windows | None:
         key = (lex.name, paper_id)
         got = self._windows.get(key)
         if got is None:
@@ -277,7 +260,7 @@ class Retriever:
                         dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
                 else:  # Chroma's HNSW with a metadata filter
                     n = min(p.candidates, max(1, self.lib.store.count()))
-                    found = self.lib.store.dense_search(qv, n, chroma_where(scope))
+                    found = self.lib.store.dense_search(qv, n, scope)
                     dense = [(c.id, s) for c, s in found]
                     chunks = {c.id: c for c, _ in found}
             t3 = time.perf_counter()
@@ -341,7 +324,7 @@ class _Windows:
 
     @classmethod
     def build(cls, chunks: Sequence[tuple[str, str]], tokenizer: Callable[[str], list[str]]) -> _Windows:
-        from paperchat.citations import split_sentences
+        from paperchat.text import split_sentences
 
         owner: list[str] = []
         tokens: list[dict[str, int]] = []
@@ -379,7 +362,6 @@ class _Windows:
 
 
 _PRONOUN = re.compile(r"\b(they|them|their|it|its|this|that|these|those|he|she|the paper|the method|the model|the authors|the approach)\b", re.I)
-_STOP = frozenset("what which who whom how why when where does do did is are was were the a an of in on for to and or with by from it its they their this that these those about can could would should use used using paper papers".split())
 
 
 def rewrite_followup(question: str, history: Sequence[str]) -> str:

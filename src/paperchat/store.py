@@ -10,44 +10,110 @@ times), and because changing the topic rules then only rewrites metadata, never 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from paperchat.errors import EmbedderMismatch, StoreError
 from paperchat.providers.embedders import Embedder
 from paperchat.settings import Settings
-from paperchat.types import Chunk
+from paperchat.types import Chunk, ChunkKind, Scope
 
-TOPIC_PREFIX = "topic_"
+TOPIC_PREFIX = "topic_"  # the store's schema: only this module reads or writes these keys
 _GET_PAGE = 5000
 
 
 def topic_key(slug: str) -> str:
+    """The metadata key of a topic's flag."""
     return TOPIC_PREFIX + slug
 
 
 def date_int(date: dt.date | None) -> int:
+    """A date as the yyyymmdd integer the store and the search index keep (0 for none)."""
     return int(date.strftime("%Y%m%d")) if date else 0
 
 
-def chunk_metadata(chunk: Chunk, date: dt.date | None, topics: Sequence[str]) -> dict[str, Any]:
+def _date_of(value: Any) -> dt.date | None:
+    raw = int(value or 0)
+    try:
+        return dt.date(raw // 10000, raw // 100 % 100, raw % 100) if raw else None
+    except ValueError:  # not written by date_int
+        return None
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the store holds it: the chunk, its paper's date and the topics it is flagged with."""
+
+    id: str
+    paper_id: str
+    kind: ChunkKind
+    text: str = ""  # empty when an iteration left the texts out
+    page: int | None = None
+    start: int = 0
+    end: int = 0
+    date: dt.date | None = None
+    topics: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, chunk: Chunk, date: dt.date | None, topics: Sequence[str]) -> StoredChunk:
+        """A chunk to store, with its paper's date and topics."""
+        return cls(
+            id=chunk.id, paper_id=chunk.paper_id, kind=chunk.kind, text=chunk.text, page=chunk.page,
+            start=chunk.start, end=chunk.end, date=date, topics=tuple(topics),
+        )
+
+    @property
+    def chunk(self) -> Chunk:
+        """Our Chunk (without date and topics)."""
+        return Chunk(id=self.id, paper_id=self.paper_id, text=self.text, kind=self.kind, page=self.page, start=self.start, end=self.end)
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    """One page of an iteration over the store: chunks and, when asked for, their vectors (row-aligned)."""
+
+    chunks: list[StoredChunk]
+    vectors: np.ndarray | None = None  # float32, one row per chunk
+
+    @property
+    def ids(self) -> list[str]:
+        """The chunk ids, in order."""
+        return [c.id for c in self.chunks]
+
+
+def _metadata(c: StoredChunk) -> dict[str, Any]:
     meta: dict[str, Any] = {
-        "paper_id": chunk.paper_id,
-        "kind": chunk.kind,
-        "page": chunk.page or 0,
-        "start": chunk.start,
-        "end": chunk.end,
-        "date": date_int(date),
+        "paper_id": c.paper_id,
+        "kind": c.kind,
+        "page": c.page or 0,
+        "start": c.start,
+        "end": c.end,
+        "date": date_int(c.date),
     }
-    for t in topics:
+    for t in c.topics:
         meta[topic_key(t)] = True
     return meta
 
 
-def chunk_from_chroma(cid: str, text: str, meta: dict[str, Any]) -> Chunk:
+def _stored(cid: str, text: str | None, meta: Mapping[str, Any]) -> StoredChunk:
+    return StoredChunk(
+        id=cid,
+        paper_id=str(meta.get("paper_id", "")),
+        kind=cast(ChunkKind, meta.get("kind", "abstract")),
+        text=text or "",
+        page=int(meta.get("page") or 0) or None,
+        start=int(meta.get("start", 0)),
+        end=int(meta.get("end", 0)),
+        date=_date_of(meta.get("date")),
+        topics=tuple(k[len(TOPIC_PREFIX) :] for k, v in meta.items() if k.startswith(TOPIC_PREFIX) and v),
+    )
+
+
+def _chunk(cid: str, text: str, meta: Mapping[str, Any]) -> Chunk:
     page = int(meta.get("page") or 0)
     return Chunk(
         id=cid,
@@ -58,6 +124,26 @@ def chunk_from_chroma(cid: str, text: str, meta: dict[str, Any]) -> Chunk:
         start=int(meta.get("start", 0)),
         end=int(meta.get("end", 0)),
     )
+
+
+def _scope_where(scope: Scope) -> dict[str, Any] | None:
+    """The Chroma metadata filter of a scope (None: everything)."""
+    clauses: list[dict[str, Any]] = []
+    if scope.kind == "topic" and scope.topic:
+        clauses.append({topic_key(scope.topic): True})
+    if scope.kind == "paper" and scope.paper_id:
+        clauses.append({"paper_id": scope.paper_id})
+    if scope.since:
+        clauses.append({"date": {"$gte": date_int(scope.since)}})
+    if scope.until:
+        clauses.append({"date": {"$lte": date_int(scope.until)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _with_kind(clause: dict[str, Any], kind: ChunkKind | None) -> dict[str, Any]:
+    return clause if kind is None else {"$and": [clause, {"kind": kind}]}
 
 
 def _client(settings: Settings) -> Any:
@@ -159,64 +245,141 @@ class VectorStore:
             meta.update(chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap)
             self.collection.modify(metadata=meta)
 
+    @staticmethod
+    def where(scope: Scope) -> dict[str, Any] | None:
+        """The Chroma filter of a scope, for a baseline (LangChain's Chroma) reading the same collection."""
+        return _scope_where(scope)
+
+    @property
+    def collection_name(self) -> str:
+        """The Chroma collection's name (`chunks-<embedder>`)."""
+        return str(self.collection.name)
+
     def count(self) -> int:
+        """How many chunks the store holds."""
         return int(self.collection.count())
 
+    # -- ids ----------------------------------------------------------------------------------------
+
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """The ids of the list that the store holds."""
         found: set[str] = set()
         for i in range(0, len(ids), _GET_PAGE):
             found.update(self.collection.get(ids=list(ids[i : i + _GET_PAGE]), include=[])["ids"])
         return found
 
     def ids_where(self, where: dict[str, Any]) -> list[str]:
+        """Chunk ids matching a raw Chroma filter. Kept for cli.py until it uses `ids_in_topic`; new code
+        uses the typed methods below."""
         return list(self.collection.get(where=where, include=[])["ids"])
 
-    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, metadatas: Sequence[dict[str, Any]]) -> None:
+    def ids_of_paper(self, paper_id: str, kind: ChunkKind | None = None) -> list[str]:
+        """The ids of a paper's chunks (of one kind when given)."""
+        return self.ids_where(_with_kind({"paper_id": paper_id}, kind))
+
+    def ids_of_papers(self, paper_ids: Collection[str], kind: ChunkKind | None = None) -> list[str]:
+        """The ids of these papers' chunks (of one kind when given)."""
+        if not paper_ids:
+            return []
+        return self.ids_where(_with_kind({"paper_id": {"$in": list(paper_ids)}}, kind))
+
+    def ids_in_topic(self, slug: str) -> list[str]:
+        """The ids of the chunks flagged with a topic."""
+        return self.ids_where({topic_key(slug): True})
+
+    def ids_of_kind(self, kind: ChunkKind) -> list[str]:
+        """The ids of every abstract chunk, or of every PDF chunk."""
+        return self.ids_where({"kind": kind})
+
+    def all_ids(self) -> list[str]:
+        """Every chunk id."""
+        return [cid for res in self._pages([]) for cid in res["ids"]]
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        """Write chunks with their vectors (row-aligned); a chunk id already stored is overwritten."""
         if not chunks:
             return
         self.collection.upsert(
             ids=[c.id for c in chunks],
             embeddings=vectors,
             documents=[c.text for c in chunks],
-            metadatas=list(metadatas),
+            metadatas=[_metadata(c) for c in chunks],
         )
 
-    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+    def set_topic_flags(self, memberships: Mapping[str, Collection[str]], slugs: Sequence[str]) -> int:
+        """Flag every chunk with its paper's topics (paper id -> topic slugs; a paper not listed has none).
+
+        `slugs` are the topics defined now: each gets an explicit flag; a flag of a topic no longer defined
+        is set to False. Metadata only, no vector changes. Returns the number of chunks rewritten.
+        """
+        pages = list(self._pages(["metadatas"]))  # read all before writing: pages are read by offset
+        n = 0
+        for res in pages:
+            new_metas = []
+            for meta in res["metadatas"]:
+                mine = set(memberships.get(str(meta.get("paper_id")), ()))
+                m = {k: v for k, v in meta.items() if not k.startswith(TOPIC_PREFIX)}
+                # Flags are set to False rather than removed: Chroma merges metadata on update.
+                for k in meta:
+                    if k.startswith(TOPIC_PREFIX):
+                        m[k] = False
+                for s in slugs:
+                    m[topic_key(s)] = s in mine
+                new_metas.append(m)
+            self._update_metadata(list(res["ids"]), new_metas)
+            n += len(new_metas)
+        return n
+
+    def _update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         for i in range(0, len(ids), _GET_PAGE):
             self.collection.update(ids=list(ids[i : i + _GET_PAGE]), metadatas=list(metadatas[i : i + _GET_PAGE]))
 
     def delete(self, ids: Sequence[str]) -> None:
+        """Delete chunks by id (ids not stored are ignored)."""
         for i in range(0, len(ids), _GET_PAGE):
             self.collection.delete(ids=list(ids[i : i + _GET_PAGE]))
 
-    def iter_all(self, include_vectors: bool = False) -> Iterator[tuple[list[str], list[str], list[dict[str, Any]], Any]]:
-        """All chunks, page by page: (ids, documents, metadatas, vectors or None)."""
-        include = ["documents", "metadatas"] + (["embeddings"] if include_vectors else [])
-        total = self.count()
-        for offset in range(0, total, _GET_PAGE):
-            res = self.collection.get(include=include, limit=_GET_PAGE, offset=offset)
-            yield res["ids"], res["documents"], res["metadatas"], res.get("embeddings") if include_vectors else None
+    # -- reads --------------------------------------------------------------------------------------
 
-    def iter_metadata(self) -> Iterator[tuple[list[str], list[dict[str, Any]]]]:
-        """All chunk ids with their metadata (no text, no vectors), page by page."""
+    def _pages(self, include: list[str]) -> Iterator[Any]:
         total = self.count()
         for offset in range(0, total, _GET_PAGE):
-            res = self.collection.get(include=["metadatas"], limit=_GET_PAGE, offset=offset)
-            yield list(res["ids"]), list(res["metadatas"])
+            yield self.collection.get(include=include, limit=_GET_PAGE, offset=offset)
+
+    def iter_all(self, texts: bool = True, vectors: bool = False) -> Iterator[StoredBatch]:
+        """Every chunk, page by page, with its metadata; texts and vectors when asked for."""
+        include = ["metadatas"] + (["documents"] if texts else []) + (["embeddings"] if vectors else [])
+        for res in self._pages(include):
+            ids = list(res["ids"])
+            docs = res["documents"] if texts else [None] * len(ids)
+            chunks = [_stored(cid, doc, meta) for cid, doc, meta in zip(ids, docs, res["metadatas"], strict=True)]
+            vecs = np.asarray(res["embeddings"], dtype=np.float32).reshape(len(ids), -1) if vectors else None
+            yield StoredBatch(chunks, vecs)
+
+    def vector(self, chunk_id: str) -> np.ndarray | None:
+        """The stored vector of one chunk (float32), or None when the store does not hold it."""
+        got = self.collection.get(ids=[chunk_id], include=["embeddings"])
+        emb = got["embeddings"]
+        if emb is None or len(emb) == 0:
+            return None
+        return np.asarray(emb[0], dtype=np.float32)
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks of these ids that the store holds, by id."""
         res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
-        return {cid: chunk_from_chroma(cid, doc, meta) for cid, doc, meta in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
+        return {cid: _chunk(cid, doc, meta) for cid, doc, meta in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 
-    def dense_search(self, vector: np.ndarray, n: int, where: dict[str, Any] | None) -> list[tuple[Chunk, float]]:
-        """The n nearest chunks inside `where`, with cosine similarity."""
+    def dense_search(self, vector: np.ndarray, n: int, scope: Scope | None = None) -> list[tuple[Chunk, float]]:
+        """The n nearest chunks inside the scope (Chroma's HNSW index), with cosine similarity."""
         res = self.collection.query(
             query_embeddings=[vector.tolist()],
             n_results=n,
-            where=where or None,
+            where=_scope_where(scope) if scope is not None else None,
             include=["documents", "metadatas", "distances"],
         )
         out = []
         for cid, doc, meta, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True):
-            out.append((chunk_from_chroma(cid, doc, meta), 1.0 - float(dist)))
+            out.append((_chunk(cid, doc, meta), 1.0 - float(dist)))
         return out

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from paperchat.text import is_arxiv_id
+
 ChunkKind = Literal["abstract", "pdf"]
 
 
@@ -81,13 +83,6 @@ class Hit(BaseModel):
     dense: float | None = Field(default=None, description="cosine similarity, when dense found it")
     lexical: float | None = Field(default=None, description="BM25 score, when BM25 found it")
     rank: int = 0
-
-
-def is_arxiv_id(value: str) -> bool:
-    """True for new-style (2301.01234) and old-style (cs/0101001) arXiv ids."""
-    import re
-
-    return bool(re.fullmatch(r"\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7}", value))
 
 
 ScopeKind = Literal["topic", "paper", "all"]

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.citations import split_sentences
-from paperchat.lexical import Tokenizer
 from paperchat.providers.embedders import Embedder
 from paperchat.retrieval import rrf
+from paperchat.text import Tokenizer, split_sentences
 
 
 @dataclass

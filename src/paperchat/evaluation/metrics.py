@@ -8,7 +8,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from paperchat.ingestion.text import normalize_for_match
+from paperchat.text import normalize_for_match
 
 Metric = tuple[float, str]
 
@@ -95,11 +95,3 @@ def evidence_hit(texts: Sequence[str], evidence: str, k: int = 5) -> Metric:
         if ev in normalize_for_match(t):
             return 1.0, f"evidence in chunk {i}"
     return 0.0, "evidence not in the top chunks (split across chunks, or not retrieved)"
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    idx = min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))
-    return s[idx]

@@ -25,6 +25,7 @@ from paperchat.ingestion.records import Failure, read_records
 from paperchat.library import Library
 from paperchat.qa import QA
 from paperchat.settings import PROJECT_ROOT, Settings
+from paperchat.text import percentile
 from paperchat.types import Answer, Scope
 
 EVAL_K = 10  # sources per question: recall@10 needs ten
@@ -128,7 +129,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     correct = sum(r["metrics"]["answer.correct"] for r in rows)
 
     def lat(stage: str, q: float) -> float | None:
-        v = M.percentile([r["answer"]["timings_ms"].get(stage, 0.0) for r in rows if r.get("answer")], q)
+        v = percentile([r["answer"]["timings_ms"].get(stage, 0.0) for r in rows if r.get("answer")], q)
         return round(v, 1) if v is not None else None
 
     out: dict[str, Any] = {
@@ -163,6 +164,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     if answerer:
         settings = settings.model_copy(update={"answerer": answerer})
     lib = Library(settings)
+    lib.sync_topics()  # topic questions need membership by the current rules
     ingest_failures = prepare(lib, questions, data)
     qa = QA(lib)
     grader = None

@@ -144,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     settings = Settings()
     lib = Library(settings)
+    lib.sync_topics()  # topic questions need membership by the current rules
     questions: list[Question] = []
     for f in args.set:
         qs, bad, _ = load_set(f)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.errors import SourceError
-from paperchat.ingestion.text import clean_text
+from paperchat.text import clean_text
 from paperchat.types import Page, ParsedPdf
 
 _ARXIV_STAMP = re.compile(r"arXiv:\s?(\d{4}\.\d{4,5})(v\d+)?")

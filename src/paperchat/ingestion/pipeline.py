@@ -8,7 +8,6 @@ and rebuilt at the end. A rerun therefore finishes a killed run with no duplicat
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from paperchat.dates import parse_date
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.records import Failure
-from paperchat.ingestion.text import clean_text
 from paperchat.library import Library
-from paperchat.store import chunk_metadata
-from paperchat.types import Chunk, Paper, ParsedPdf
+from paperchat.store import StoredChunk
+from paperchat.text import clean_text
+from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf
 
 PAPER_BATCH = 512
 Progress = Callable[[int, int], None]  # (papers done, chunks done)
@@ -94,7 +94,7 @@ class Ingester:
 
     # -- shared steps -------------------------------------------------------------------------------
 
-    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+    def _embed(self, chunks: Sequence[StoredChunk]) -> np.ndarray:
         vectors = np.zeros((len(chunks), self.lib.embedder.dim), dtype=np.float32)
         todo = []
         for i, c in enumerate(chunks):
@@ -107,23 +107,22 @@ class Ingester:
             vectors[todo] = self.lib.embedder.embed([chunks[i].text for i in todo], self.settings.batch_size)
         return vectors
 
-    def _write(self, chunks: Sequence[Chunk], metas: Sequence[dict[str, Any]], report: IngestReport) -> None:
+    def _write(self, chunks: Sequence[StoredChunk], report: IngestReport) -> None:
         """Embed and store the chunks that are not stored yet (checked before embedding)."""
         existing = self.lib.store.existing_ids([c.id for c in chunks])
-        new = [(c, m) for c, m in zip(chunks, metas, strict=True) if c.id not in existing]
+        new = [c for c in chunks if c.id not in existing]
         report.chunks_skipped += len(chunks) - len(new)
         if not new:
             return
         self._mark_dirty()
-        vecs = self._embed([c for c, _ in new])
-        self.lib.store.upsert([c for c, _ in new], vecs, [m for _, m in new])
+        vecs = self._embed(new)
+        self.lib.store.upsert(new, vecs)
         report.chunks_added += len(new)
 
-    def _remove_stale(self, paper_ids: Sequence[str], kind: str, keep: set[str], report: IngestReport) -> None:
+    def _remove_stale(self, paper_ids: Sequence[str], kind: ChunkKind, keep: set[str], report: IngestReport) -> None:
         if not paper_ids:
             return
-        where = {"$and": [{"paper_id": {"$in": list(paper_ids)}}, {"kind": kind}]}
-        stale = [i for i in self.lib.store.ids_where(where) if i not in keep]
+        stale = [i for i in self.lib.store.ids_of_papers(paper_ids, kind) if i not in keep]
         if stale:
             self._mark_dirty()
             self.lib.store.delete(stale)
@@ -145,6 +144,7 @@ class Ingester:
     def ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
         """Ingest paper records (one chunk each); failures pass through into the report."""
         with self.lib.writing():  # one writer at a time per data dir
+            self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_records(items)
 
     def _ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
@@ -191,8 +191,7 @@ class Ingester:
         todo.extend((p, ch) for p, ch in same if ch.id not in stored)
         if todo:
             topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
-            metas = [chunk_metadata(ch, p.date, topics[p.id]) for p, ch in todo]
-            self._write([ch for _, ch in todo], metas, report)
+            self._write([StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo], report)
             self._remove_stale([p.id for p, _ in todo], "abstract", {ch.id for _, ch in todo}, report)
             self.lib.catalog.upsert_papers((p, ch.id, topics[p.id]) for p, ch in todo)
         report.papers += len(papers)  # counted once stored: a failed batch is retried record by record
@@ -211,6 +210,7 @@ class Ingester:
             paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
         """
         with self.lib.writing():  # one writer at a time per data dir
+            self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_pdfs(inputs, paper_id)
 
     def _ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None) -> IngestReport:
@@ -232,11 +232,11 @@ class Ingester:
             shas[f] = sha
             known = self.lib.catalog.find_by_pdf_sha(sha)
             if known is not None and self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] == f"{sha}:{signature}":
-                held = self.lib.store.ids_where({"$and": [{"paper_id": known.id}, {"kind": "pdf"}]})
+                held = self.lib.store.ids_of_paper(known.id, "pdf")
                 if held:  # else the store lost its chunks (e.g. the chroma folder was deleted): parse again
                     report.papers += 1
                     report.paper_ids.append(known.id)
-                    report.chunks_skipped += len(self.lib.store.ids_where({"paper_id": known.id}))
+                    report.chunks_skipped += len(self.lib.store.ids_of_paper(known.id))
                     report.stored.append((str(f), f"unchanged, already stored as {known.id}"))
                     continue
             to_parse.append(f)
@@ -269,13 +269,7 @@ class Ingester:
         known = self.lib.catalog.get(pid)
         if known is not None:
             return known, False
-        date = None
-        vd = side.get("version_date")
-        if isinstance(vd, str):
-            try:
-                date = dt.date.fromisoformat(vd if len(vd) > 7 else vd + "-01")
-            except ValueError:
-                date = None
+        date = parse_date(side.get("version_date"), month=True)
         abstract = clean_text(side["abstract"]) if isinstance(side.get("abstract"), str) else ""
         paper = Paper(
             id=pid,
@@ -291,12 +285,10 @@ class Ingester:
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
         topics = paper.topics if not is_new else self.lib.topics.match(paper)
         chunks = chunker.chunk_pages(paper.id, pdf.pages)
-        metas = [chunk_metadata(c, paper.date, topics) for c in chunks]
         abs_chunk = abstract_chunk(paper) if is_new else None
         if abs_chunk is not None:
             chunks.append(abs_chunk)
-            metas.append(chunk_metadata(abs_chunk, paper.date, topics))
-        self._write(chunks, metas, report)
+        self._write([StoredChunk.of(c, paper.date, topics) for c in chunks], report)
         self._remove_stale([paper.id], "pdf", {c.id for c in chunks}, report)
         if is_new:
             self.lib.catalog.upsert_papers([(paper, abs_chunk.id if abs_chunk else None, topics)])
@@ -315,7 +307,7 @@ class Ingester:
             return self._remove_paper(paper_id)
 
     def _remove_paper(self, paper_id: str) -> int:
-        ids = self.lib.store.ids_where({"paper_id": paper_id})
+        ids = self.lib.store.ids_of_paper(paper_id)
         known = self.lib.catalog.get(paper_id) is not None
         if ids:
             self._mark_dirty()

@@ -15,7 +15,7 @@ from typing import Any
 from paperchat.dates import EARLIEST, is_plausible, parse_date
 from paperchat.errors import NetworkError
 from paperchat.ingestion.streams import first_byte, lines, open_binary
-from paperchat.ingestion.text import strip_control
+from paperchat.text import is_arxiv_id, strip_control
 from paperchat.types import Paper
 
 _VERSION = re.compile(r"v\d+$")
@@ -71,8 +71,6 @@ def _paper_id(rec: dict[str, Any]) -> str:
 
 def _safe_url(url: Any, pid: str) -> str:
     """An http(s) link for the paper: arXiv's own for arXiv ids, else the record's when it is http(s)."""
-    from paperchat.types import is_arxiv_id
-
     if is_arxiv_id(pid):
         return f"https://arxiv.org/abs/{pid}"
     if isinstance(url, str) and re.match(r"^https?://[^\s<>\"']+$", url.strip(), re.I):
@@ -325,15 +323,12 @@ def fetch_arxiv(query: str, max_results: int = 100, timeout: float = 20.0) -> by
     )
 
 
-_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
-
-
 def fetch_arxiv_pdf(paper_id: str, dest: Path, max_mb: float, timeout: float = 30.0) -> Path:
     """Download arxiv.org/pdf/<id> into dest (a folder); raises NetworkError when offline, SourceError
     when the id is not an arXiv id or the reply is not a PDF or too large."""
     from paperchat.errors import SourceError
 
-    if not _ARXIV_ID.match(paper_id):
+    if not is_arxiv_id(paper_id, versioned=True):
         raise SourceError(f"{paper_id} is not an arXiv id", "upload the PDF instead")
     url = f"https://arxiv.org/pdf/{paper_id}"
     limit = int(max_mb * 1024 * 1024)

@@ -7,10 +7,9 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from paperchat.citations import split_sentences
 from paperchat.errors import AnswererError, ConfigError
-from paperchat.lexical import Tokenizer
 from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
+from paperchat.text import Tokenizer, split_sentences
 from paperchat.types import Source
 
 if TYPE_CHECKING:

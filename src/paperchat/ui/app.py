@@ -242,6 +242,7 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
     auth = exposure_auth(settings, insecure)
     port = settings.port or int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     core = h.Core.open(settings)
+    core.library.sync_topics()  # opening writes nothing: apply changed topic rules here, once per start
     if demo_corpus:
         from paperchat.demo import ensure_demo
 

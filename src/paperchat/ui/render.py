@@ -12,9 +12,11 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from paperchat.citations import CITATION, parse_group
 from paperchat.tex import plain
+from paperchat.text import is_arxiv_id
 from paperchat.topics import Momentum
-from paperchat.types import Answer, Paper, is_arxiv_id
+from paperchat.types import Answer, Paper
 
 
 def esc(text: object) -> str:
@@ -107,9 +109,6 @@ def paper_rows(papers: Sequence[Paper], names: dict[str, str], saved: set[str]) 
     return '<div class="pc-list">' + "".join(rows) + "</div>" if rows else '<p class="pc-empty">No papers match.</p>'
 
 
-_CITE = re.compile(r"\[(\d+(?:,\s*\d+)*)\]")
-
-
 def answer_markdown(ans: Answer) -> str:
     """The answer for the chat: its text escaped (it quotes stored abstracts and PDFs), citations as links
     to the paper view (and page)."""
@@ -117,7 +116,7 @@ def answer_markdown(ans: Answer) -> str:
 
     def link(m: re.Match[str]) -> str:
         parts = []
-        for n in (int(x) for x in m.group(1).split(",")):
+        for n in parse_group(m.group(1)):
             s = by_n.get(n)
             if s is None:
                 continue
@@ -127,7 +126,7 @@ def answer_markdown(ans: Answer) -> str:
 
     text = plain(ans.answer)
     body, last = [], 0
-    for m in _CITE.finditer(text):  # escape the text between citations; the citations become our links
+    for m in CITATION.finditer(text):  # escape the text between citations; the citations become our links
         body.append(md_text(text[last : m.start()]))
         body.append(link(m))
         last = m.end()

@@ -1,4 +1,6 @@
-"""The lexical (BM25) index, built with bm25s from the store's chunks at ingest and persisted beside it.
+"""The search index: BM25 (bm25s) over the store's chunks and a row-aligned copy of their vectors (exact
+dense search in memory), built at ingest and persisted beside the store. Messages call it "the lexical
+index" (its folder is `lexical/`), as they always did.
 
 Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
 this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
@@ -12,9 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-import pickle
 import os
-import re
+import pickle
 import shutil
 import threading
 import time
@@ -25,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.store import TOPIC_PREFIX, VectorStore
+from paperchat.store import VectorStore, date_int
+from paperchat.text import Tokenizer
 
 _log = logging.getLogger("paperchat")
 # what loading a garbled or truncated snapshot raises (json, numpy, bm25s, a short or missing file)
@@ -35,47 +37,8 @@ LOAD_ERRORS = (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, A
 def _is_chroma_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "chromadb"
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have having
-    he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
-    nor not now of off on once only or other our ours ourselves out over own same she should so some such than
-    that the their theirs them themselves then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours yourself yourselves
-    also via using use used based paper propose proposed show shows""".split()
-)
 
-
-class Tokenizer:
-    """Lower-case word tokens, English stop words removed, Snowball-stemmed (PyStemmer). A hyphenated
-    word gives its parts and their joined form, so "pre-trained" meets "pretrained" and "long-form" meets
-    "long form"."""
-
-    VERSION = "2"  # bump when tokens change: a snapshot built with another version is rebuilt
-
-    def __init__(self) -> None:
-        import Stemmer
-
-        self._stem = Stemmer.Stemmer("english")
-
-    def __call__(self, text: str) -> list[str]:
-        words: list[str] = []
-        for w in _TOKEN.findall(text.lower()):
-            if "-" not in w:
-                if w not in _STOPWORDS:
-                    words.append(w)
-                continue
-            parts = [p for p in w.split("-") if p]
-            words.extend(p for p in parts if p not in _STOPWORDS)
-            words.append("".join(parts))
-        return list(self._stem.stemWords(words))
-
-    def many(self, texts: Sequence[str]) -> list[list[str]]:
-        return [self(t) for t in texts]
-
-
-class LexicalSnapshot:
+class SearchSnapshot:
     """One built index, loaded: never changes after loading, so a query sees consistent arrays even while
     another thread swaps in a newer snapshot."""
 
@@ -263,7 +226,7 @@ class LexicalSnapshot:
         return total
 
 
-class LexicalIndex:
+class SearchIndex:
     """BM25 over every chunk of the store, persisted beside it, served as immutable snapshots.
 
     Thread-safe: one lock guards loading and rebuilding. While an ingest in this process is writing (from
@@ -276,7 +239,7 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
         self.tokenizer = Tokenizer()
-        self._snap: LexicalSnapshot | None = None
+        self._snap: SearchSnapshot | None = None
         self._lock = threading.RLock()
         self._writing = False
 
@@ -303,7 +266,7 @@ class LexicalIndex:
 
     # -- build and load -------------------------------------------------------------------------
 
-    def rebuild(self, store: VectorStore) -> LexicalSnapshot:
+    def rebuild(self, store: VectorStore) -> SearchSnapshot:
         """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
 
         A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
@@ -318,7 +281,7 @@ class LexicalIndex:
                 store.reload()
                 return self._rebuild(store)
 
-    def _rebuild(self, store: VectorStore) -> LexicalSnapshot:
+    def _rebuild(self, store: VectorStore) -> SearchSnapshot:
         import bm25s
 
         ids: list[str] = []
@@ -327,17 +290,17 @@ class LexicalIndex:
         dates: list[int] = []
         topics: dict[str, list[int]] = {}
         vectors: list[np.ndarray] = []
-        for page_ids, docs, metas, vecs in store.iter_all(include_vectors=True):
-            vectors.append(np.asarray(vecs, dtype=np.float32).reshape(len(page_ids), -1))
-            for cid, doc, meta in zip(page_ids, docs, metas, strict=True):
+        for batch in store.iter_all(vectors=True):
+            assert batch.vectors is not None
+            vectors.append(batch.vectors)
+            for c in batch.chunks:
                 idx = len(ids)
-                ids.append(cid)
-                tokens.append(self.tokenizer(doc or ""))
-                papers.append(str(meta.get("paper_id", "")))
-                dates.append(int(meta.get("date", 0)))
-                for key, val in meta.items():
-                    if key.startswith(TOPIC_PREFIX) and val:
-                        topics.setdefault(key[len(TOPIC_PREFIX) :], []).append(idx)
+                ids.append(c.id)
+                tokens.append(self.tokenizer(c.text))
+                papers.append(c.paper_id)
+                dates.append(date_int(c.date))
+                for slug in c.topics:
+                    topics.setdefault(slug, []).append(idx)
         self.root.mkdir(parents=True, exist_ok=True)
         stamp = time.time_ns()
         name = f"idx-{stamp}"
@@ -358,7 +321,7 @@ class LexicalIndex:
         (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
         os.rename(target, self.root / name)
         target = self.root / name
-        snap = LexicalSnapshot(target, self.tokenizer)
+        snap = SearchSnapshot(target, self.tokenizer)
         tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
         tmp.write_text(name)
         os.replace(tmp, self.root / "CURRENT")
@@ -381,11 +344,11 @@ class LexicalIndex:
         except OSError:
             return None
 
-    def _current(self, snap: LexicalSnapshot) -> bool:
+    def _current(self, snap: SearchSnapshot) -> bool:
         """A loaded snapshot is served while a writer here is at work, or while it is still the current build."""
         return self._writing or self._pointer() == snap.name
 
-    def ensure(self, store: VectorStore) -> LexicalSnapshot:
+    def ensure(self, store: VectorStore) -> SearchSnapshot:
         """The current snapshot. Rebuilt first when there is none, when the one on disk is dirty, does not
         load (damaged files: a one-line notice) or is out of step with the store at load time; a newer
         build (from another process) is picked up by its pointer. Once loaded, a snapshot is served as is
@@ -403,7 +366,7 @@ class LexicalIndex:
             if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
                 return self.rebuild(store)
             try:
-                new = LexicalSnapshot(current, self.tokenizer)
+                new = SearchSnapshot(current, self.tokenizer)
             except FileNotFoundError:  # replaced by another process meanwhile
                 return snap if snap is not None else self.rebuild(store)
             except LOAD_ERRORS as exc:
@@ -424,12 +387,12 @@ class LexicalIndex:
         if current is None:
             return "there is no lexical index"
         try:
-            snap = LexicalSnapshot(current, self.tokenizer)
+            snap = SearchSnapshot(current, self.tokenizer)
         except LOAD_ERRORS as exc:
             return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
         if snap.tokenizer_version != Tokenizer.VERSION:
             return "the lexical index was built by an older version"
-        ids = {cid for page, _ in store.iter_metadata() for cid in page}
+        ids = set(store.all_ids())
         if set(snap.ids) != ids:
             return f"the lexical index holds {len(snap.ids)} chunks, the store {len(ids)} (different ids)"
         return None
