@@ -1,0 +1,231 @@
+"""Readable labels for clusters of papers: class-based TF-IDF over 1-3-word phrases of titles and abstracts.
+
+A phrase is a run of one to three words inside a clause that neither starts nor ends with a stop word or a
+word of academic filler ("novel", "results", "propose"), so what is left is mostly noun-ish ("credit
+assignment", "mixture of experts", "speculative decoding"). Each cluster is scored against the others the
+way BERTopic's c-TF-IDF does; title phrases count twice, and longer phrases get a small bonus, since a
+title's bigram reads better as a label than an abstract's single word. Labels are unique across clusters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from paperchat.lexical import _STOPWORDS
+
+# words that may sit inside a phrase ("mixture of experts") but never at either end
+_INNER = frozenset({"of", "for", "in", "and", "to", "with", "on"})
+# words that may not end or start a phrase: stop words and the vocabulary every abstract shares
+_FILLER = _STOPWORDS | frozenset(
+    """novel new approach approaches method methods framework frameworks results result work works study
+    studies task tasks performance state-of-the-art sota existing various different significant significantly
+    effective effectively improve improves improved improving improvement improvements achieve achieves
+    achieving achieved demonstrate demonstrates demonstrating experiments experimental extensive however
+    first one two three four five several many well across can may might must able enable enables
+    enabling allow allows introduce introduces introducing present presents evaluate evaluated evaluation
+    evaluations outperform outperforms outperforming strong stronger strongly key large small high low
+    good better best make makes making provide provides providing often even still yet thus therefore
+    furthermore moreover recent recently current currently remains remain lack lacks limited challenge
+    challenges challenging problem problems issue issues paper papers propose proposes proposing
+    leverage leverages leveraging given specific general generally particular particularly including
+    include includes within without whether additionally prior previous respectively compared comparable
+    towards toward rather much like etc e.g i.e related via upon despite among need needs needed
+    model models llm llms language large-scale effectiveness efficiency robust robustness approach
+    address addresses addressing shown show showing consistently substantially notably significantly
+    up achieves superior code available publicly github https http www com benchmark benchmarks dataset datasets
+    data reveal reveals revealing highlight highlights find finds found analysis analyze analyzes""".split()
+)
+_CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"“”]|\s-\s|\s—\s")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*")
+
+
+def phrases(text: str, max_words: int = 3) -> list[tuple[str, str]]:
+    """(key, surface form) of every candidate phrase in text; key is lower case."""
+    return [(k, f) for k, f, _, _ in _phrases(text, max_words)]
+
+
+def _phrases(text: str, max_words: int = 3) -> list[tuple[str, str, str, str]]:
+    """(key, surface form, word before, word after) of every candidate phrase ('' at a clause's edge)."""
+    out: list[tuple[str, str, str, str]] = []
+    for clause in _CLAUSE.split(text):
+        words = _WORD.findall(clause)
+        lows = [w.lower() for w in words]
+        for i, first in enumerate(lows):
+            if first in _FILLER or first in _INNER or len(first) < 2:
+                continue
+            for n in range(1, max_words + 1):
+                j = i + n
+                if j > len(lows):
+                    break
+                last = lows[j - 1]
+                inner = lows[i + 1 : j - 1]
+                if any(w in _FILLER and w not in _INNER for w in inner):
+                    break  # a filler word inside: no longer phrase from here reads well either
+                if last in _FILLER or last in _INNER or len(last) < 2 or last.endswith("ly"):
+                    continue
+                before, after = lows[i - 1] if i else "", lows[j] if j < len(lows) else ""
+                key = " ".join(lows[i : j - 1] + [_singular(last)]).replace("-", " ")  # hyphen or not: one phrase
+                out.append((key, " ".join(words[i:j]), before, after))
+    return out
+
+
+def _singular(word: str) -> str:
+    """A crude plural fold for matching only ("agents" and "agent" are one phrase; the shown form is the
+    most common one as written)."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-2] if word.endswith("ies") is False and word.endswith("sses") else word[:-1]
+    return word
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """How labels are chosen."""
+
+    title_weight: float = 2.0  # a phrase in the title counts this much more than one in the abstract only
+    length_bonus: float = 0.6  # score times (1 + bonus * (words - 1)): readable phrases over single words
+    min_cover: float = 0.08  # a label phrase must occur in at least this share of the cluster's papers
+    min_df: int = 3  # phrases in fewer papers of the whole corpus are never candidates
+    n_terms: int = 8  # phrases kept per topic (the label is the first)
+    fragment: float = 0.6  # a phrase this often next to one same word is part of a longer one ("learning with verifiable")
+    single_word: float = 2.0  # a one-word label only when it scores this many times the best longer phrase
+
+
+def _display(forms: Counter[str]) -> str:
+    """The most common surface form, with lower-case words capitalised ("credit assignment in RL" ->
+    "Credit Assignment in RL"); acronyms and mixed case ("GRPO", "LoRA") are kept as written."""
+    form = forms.most_common(1)[0][0]
+    words = [w if (w in _INNER or not w.islower()) else w[:1].upper() + w[1:] for w in form.split()]
+    return " ".join(words)
+
+
+def label_clusters(
+    titles: Sequence[str], abstracts: Sequence[str], labels: np.ndarray, k: int, settings: LabelSettings | None = None
+) -> list[list[str]]:
+    """For each cluster 0..k-1, its best phrases (display form, best first); the first is unique across clusters.
+
+    Args:
+        titles, abstracts: the papers' text, aligned with labels.
+        labels: each paper's cluster.
+        k: number of clusters.
+    """
+    from scipy import sparse
+
+    s = settings or LabelSettings()
+    vocab: dict[str, int] = {}
+    forms: dict[int, Counter[str]] = {}
+    rows_any: list[int] = []
+    cols_any: list[int] = []
+    rows_t: list[int] = []
+    cols_t: list[int] = []
+    for r, (title, abstract) in enumerate(zip(titles, abstracts, strict=True)):
+        tp = phrases(title)
+        seen_t: set[int] = set()
+        for key, surf in tp:
+            c = vocab.setdefault(key, len(vocab))
+            forms.setdefault(c, Counter())[surf] += 1  # surface forms from titles only: they are written with care
+            seen_t.add(c)
+        seen = set(seen_t)
+        for key, _ in phrases(abstract):
+            seen.add(vocab.setdefault(key, len(vocab)))
+        rows_any.extend([r] * len(seen))
+        cols_any.extend(seen)
+        rows_t.extend([r] * len(seen_t))
+        cols_t.extend(seen_t)
+    n, v = len(titles), len(vocab)
+    x_any = sparse.csr_matrix((np.ones(len(rows_any), np.float32), (rows_any, cols_any)), shape=(n, v))
+    x_title = sparse.csr_matrix((np.ones(len(rows_t), np.float32), (rows_t, cols_t)), shape=(n, v))
+    onehot = sparse.csr_matrix((np.ones(n, np.float32), (np.arange(n), labels)), shape=(n, k))
+    cover = (onehot.T @ x_any).toarray() if v else np.zeros((k, 0), np.float32)  # papers per cluster with t
+    tf = cover + (s.title_weight - 1.0) * (onehot.T @ x_title).toarray()
+    df = np.asarray(x_any.sum(axis=0)).ravel()
+    words = np.array([0] * v, dtype=np.float32)
+    keys = [""] * v
+    for key, c in vocab.items():
+        keys[c] = key
+        words[c] = key.count(" ") + 1
+    sizes = np.bincount(labels, minlength=k).astype(np.float32)
+    tf_norm = tf / np.maximum(tf.sum(axis=1, keepdims=True), 1.0)
+    avg = tf.sum() / max(k, 1)
+    idf = np.log1p(avg / np.maximum(tf.sum(axis=0), 1.0))
+    score = tf_norm * idf * (1.0 + s.length_bonus * (words - 1.0))
+    ok = (cover >= np.maximum(s.min_cover * sizes[:, None], 2.0)) & (df >= s.min_df)[None, :]
+    # a title-only surface form is needed for display; phrases never seen in a title are scored but shown lower-case
+    score = np.where(ok, score, 0.0)
+    ranked = [[int(c) for c in np.argsort(-score[i], kind="stable")[: 10 * s.n_terms] if score[i, c] > 0] for i in range(k)]
+    cands = {c for r in ranked for c in r}
+    frag = _fragments(titles, abstracts, {keys[c] for c in cands}, s.fragment)
+    ranked = [[c for c in r if keys[c] not in frag] for r in ranked]
+    show = {c: (_display(forms[c]) if c in forms else keys[c]) for r in ranked for c in r}
+    used: set[str] = set()
+    out: list[list[str]] = [[] for _ in range(k)]
+    # strongest clusters choose first, so a shared phrase goes to the cluster it describes best
+    order = sorted(range(k), key=lambda i: -(score[i, ranked[i][0]] if ranked[i] else 0.0))
+    for i in order:
+        terms = _dedupe([show[c] for c in ranked[i]])
+        # a label is a phrase seen in titles, of two or more words unless one word is far ahead
+        titled = {show[c]: float(score[i, c]) for c in ranked[i] if c in forms}
+        free = [t for t in terms if t in titled and t.lower() not in used]
+        multi = [t for t in free if " " in t]
+        label = free[0] if free else next((t for t in terms if t.lower() not in used), None)
+        if free and multi and " " not in free[0] and titled[free[0]] < s.single_word * titled[multi[0]]:
+            label = multi[0]
+        if label is None:
+            label = f"{terms[0] if terms else 'Topic'} ({i + 1})"
+        used.add(label.lower())
+        out[i] = [label] + [t for t in terms if t != label][: s.n_terms - 1]
+    return out
+
+
+def _fragments(titles: Sequence[str], abstracts: Sequence[str], keys: set[str], share: float) -> set[str]:
+    """The candidate phrases that are mostly a piece of one longer phrase: in at least `share` of their
+    occurrences the same word comes right before, or right after."""
+    total: Counter[str] = Counter()
+    before: dict[str, Counter[str]] = {}
+    after: dict[str, Counter[str]] = {}
+    for text in (*titles, *abstracts):
+        for key, _, b, a in _phrases(text):
+            if key in keys:
+                total[key] += 1
+                before.setdefault(key, Counter())[b] += 1
+                after.setdefault(key, Counter())[a] += 1
+    out = set()
+    for key, n in total.items():
+        for side in (before[key], after[key]):
+            word, c = side.most_common(1)[0]
+            if word and word not in _INNER and c >= share * n and n >= 3:
+                out.add(key)
+    return out
+
+
+def _dedupe(terms: list[str]) -> list[str]:
+    """Drop a phrase that another, better-ranked phrase contains or is contained in ("RL" after "agentic RL")."""
+    kept: list[str] = []
+    for t in terms:
+        low = f" {t.lower()} "
+        if any(f" {k.lower()} " in low or low in f" {k.lower()} " for k in kept):
+            continue
+        kept.append(t)
+    return kept
+
+
+def npmi_coherence(term_docs: list[set[int]], n_docs: int) -> float:
+    """Mean normalised PMI over pairs of a topic's terms (each term given as the set of papers holding it);
+    1 when the terms always occur together, 0 when independent, -1 when never together."""
+    vals = []
+    for a in range(len(term_docs)):
+        for b in range(a + 1, len(term_docs)):
+            pa, pb = len(term_docs[a]) / n_docs, len(term_docs[b]) / n_docs
+            pab = len(term_docs[a] & term_docs[b]) / n_docs
+            if pa == 0 or pb == 0:
+                continue
+            if pab == 0:
+                vals.append(-1.0)
+                continue
+            vals.append(math.log(pab / (pa * pb)) / -math.log(pab) if pab < 1 else 1.0)
+    return float(np.mean(vals)) if vals else 0.0
