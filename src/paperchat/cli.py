@@ -128,6 +128,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
+    if args.action or args.trending:  # discovered topics and momentum: paperchat.cli_topics
+        from paperchat.cli_topics import cmd_topics_more
+
+        return cmd_topics_more(args)
     settings = _settings(args)
     if args.check:
         # apply the rules to a metadata file without ingesting it: counts and a sample to read by hand
@@ -303,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
     t.add_argument("--sample", type=_int_in(0, 10_000, "--sample"), default=20, help="with --check: papers listed per topic")
     t.add_argument("--seed", type=int, default=0, help="with --check: sample seed")
+    from paperchat.cli_topics import add_topic_arguments
+
+    add_topic_arguments(t)
     t.set_defaults(func=cmd_topics)
 
     r = sub.add_parser("remove", help="remove a paper and its chunks")

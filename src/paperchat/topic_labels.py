@@ -55,23 +55,26 @@ def _phrases(text: str, max_words: int = 3) -> list[tuple[str, str, str, str]]:
     out: list[tuple[str, str, str, str]] = []
     for clause in _CLAUSE.split(text):
         words = _WORD.findall(clause)
+        if not words:
+            continue
         lows = [w.lower() for w in words]
-        for i, first in enumerate(lows):
-            if first in _FILLER or first in _INNER or len(first) < 2:
+        # per word, once: may it start a phrase, end one, or sit inside one
+        start = [w not in _FILLER and w not in _INNER and len(w) > 1 for w in lows]
+        end = [ok and not w.endswith("ly") for ok, w in zip(start, lows, strict=True)]
+        inside = [ok or w in _INNER for ok, w in zip(start, lows, strict=True)]
+        keyw = [w.replace("-", " ") for w in lows]  # hyphen or not: one phrase
+        last = [w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2:] not in ("ss", "us", "is") else w for w in keyw]
+        m = len(lows)
+        for i in range(m):
+            if not start[i]:
                 continue
-            for n in range(1, max_words + 1):
-                j = i + n
-                if j > len(lows):
-                    break
-                last = lows[j - 1]
-                inner = lows[i + 1 : j - 1]
-                if any(w in _FILLER and w not in _INNER for w in inner):
+            for j in range(i + 1, min(i + max_words, m) + 1):
+                if j - i > 2 and not inside[j - 2]:
                     break  # a filler word inside: no longer phrase from here reads well either
-                if last in _FILLER or last in _INNER or len(last) < 2 or last.endswith("ly"):
+                if not end[j - 1]:
                     continue
-                before, after = lows[i - 1] if i else "", lows[j] if j < len(lows) else ""
-                key = " ".join(lows[i : j - 1] + [_singular(last)]).replace("-", " ")  # hyphen or not: one phrase
-                out.append((key, " ".join(words[i:j]), before, after))
+                key = " ".join(keyw[i : j - 1] + [last[j - 1]])  # the last word's plural folded (see _singular)
+                out.append((key, " ".join(words[i:j]), lows[i - 1] if i else "", lows[j] if j < m else ""))
     return out
 
 
@@ -79,7 +82,7 @@ def _singular(word: str) -> str:
     """A crude plural fold for matching only ("agents" and "agent" are one phrase; the shown form is the
     most common one as written)."""
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-2] if word.endswith("ies") is False and word.endswith("sses") else word[:-1]
+        return word[:-1]
     return word
 
 
