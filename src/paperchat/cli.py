@@ -335,6 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tool_parsers(sub)
 
+    from paperchat.cli_export import add_export_parser
+
+    add_export_parser(sub)
+
     sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")
     sv.add_argument("--no-demo", action="store_true", help="do not ingest the bundled demo corpus")
