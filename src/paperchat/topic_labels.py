@@ -41,6 +41,7 @@ _FILLER = _STOPWORDS | frozenset(
     up achieves superior code available publicly github https http www com benchmark benchmarks dataset datasets
     data reveal reveals revealing highlight highlights find finds found analysis analyze analyzes""".split()
 )
+_ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ual|ed|ing)$", re.IGNORECASE)
 _CLAUSE = re.compile(r"[.,;:!?()\[\]{}\"“”]|\s-\s|\s—\s")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*")
 
@@ -170,14 +171,20 @@ def label_clusters(
     # strongest clusters choose first, so a shared phrase goes to the cluster it describes best
     order = sorted(range(k), key=lambda i: -(score[i, ranked[i][0]] if ranked[i] else 0.0))
     for i in order:
-        terms = _dedupe([show[c] for c in ranked[i]])
+        every = list(dict.fromkeys(show[c] for c in ranked[i]))
+        terms = _dedupe(every)
         # a label is a phrase seen in titles, of two or more words unless one word is far ahead
         titled = {show[c]: float(score[i, c]) for c in ranked[i] if c in forms}
-        free = [t for t in terms if t in titled and t.lower() not in used]
+        free = [t for t in every if t in titled and t.lower() not in used]
         multi = [t for t in free if " " in t]
         label = free[0] if free else next((t for t in terms if t.lower() not in used), None)
-        if free and multi and " " not in free[0] and titled[free[0]] < s.single_word * titled[multi[0]]:
-            label = multi[0]
+        if free and multi and " " not in free[0]:
+            # an adjective alone ("Clinical", "Agentic") says little: a phrase built on it says more
+            built = [t for t in multi if free[0].lower() in t.lower().split()]
+            if built and _ADJECTIVE.search(free[0]):
+                label = built[0]
+            elif titled[free[0]] < s.single_word * titled[multi[0]]:
+                label = multi[0]
         if label is None:
             label = f"{terms[0] if terms else 'Topic'} ({i + 1})"
         used.add(label.lower())
