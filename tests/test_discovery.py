@@ -38,14 +38,35 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def lib(demo_dir: Path, tmp_path: Path) -> Iterator[Library]:
-    """A private copy of the demo store, so each test's discovery starts from the same state."""
-    path = tmp_path / "store"
+@pytest.fixture(scope="module")
+def discovered_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store after one discovery run with K topics (seed 0)."""
+    path = tmp_path_factory.mktemp("discovered") / "store"
     shutil.copytree(demo_dir, path)
+    lib = Library(make_settings(path))
+    discover(lib, DiscoverySettings(n_topics=K))
+    lib.close()
+    return path
+
+
+def _copy(src: Path, tmp_path: Path) -> Iterator[Library]:
+    path = tmp_path / "store"
+    shutil.copytree(src, path)
     lib = Library(make_settings(path))
     yield lib
     lib.close()
+
+
+@pytest.fixture
+def lib(demo_dir: Path, tmp_path: Path) -> Iterator[Library]:
+    """A private copy of the demo store, so each test's discovery starts from the same state."""
+    yield from _copy(demo_dir, tmp_path)
+
+
+@pytest.fixture
+def dlib(discovered_dir: Path, tmp_path: Path) -> Iterator[Library]:
+    """A private copy of the discovered demo store."""
+    yield from _copy(discovered_dir, tmp_path)
 
 
 def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
@@ -73,8 +94,8 @@ def test_rerun_keeps_slugs(lib: Library) -> None:
     assert len(set(first) & {t.slug for t in other.topics}) >= len(first) // 2
 
 
-def test_tags_per_paper(lib: Library) -> None:
-    discover(lib, DiscoverySettings(n_topics=K))
+def test_tags_per_paper(dlib: Library) -> None:
+    lib = dlib
     ids = [p.id for p in lib.catalog.iter_papers()]
     tags = lib.catalog.tags_of(ids)
     counts = [len(tags.get(i, [])) for i in ids]
@@ -103,8 +124,8 @@ def test_match_slugs_by_shared_papers() -> None:
     assert slugs == ["kv-cache", "gone-2"] and kept == 1  # a retired slug is not given to another topic
 
 
-def test_ingest_hook_tags_new_papers(lib: Library) -> None:
-    discover(lib, DiscoverySettings(n_topics=K))
+def test_ingest_hook_tags_new_papers(dlib: Library) -> None:
+    lib = dlib
     pid = next(iter(lib.catalog.iter_papers())).id
     before = lib.catalog.tags_of([pid])[pid]
     ing = Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id))
@@ -124,8 +145,8 @@ def test_labels_from_phrases() -> None:
     assert out[0][0] == "Speculative Decoding" and out[1][0] == "KV Cache"
 
 
-def test_trending_ranks_with_small_count_guard(lib: Library) -> None:
-    discover(lib, DiscoverySettings(n_topics=K))
+def test_trending_ranks_with_small_count_guard(dlib: Library) -> None:
+    lib = dlib
     trends = trending(lib, weeks=4, min_count=40)
     assert len(trends) == K + len(lib.topics.topics)
     ranked = [t for t in trends if t.ranked]
