@@ -1,4 +1,5 @@
-"""Readable labels for clusters of papers: class-based TF-IDF over 1-3-word phrases of titles and abstracts.
+"""Readable labels for clusters of papers: class-based TF-IDF over 1-3-word title phrases, counted in titles
+and abstracts.
 
 A phrase is a run of one to three words inside a clause that neither starts nor ends with a stop word or a
 word of academic filler ("novel", "results", "propose"), so what is left is mostly noun-ish ("credit
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +40,7 @@ _FILLER = _STOPWORDS | frozenset(
     towards toward rather much like etc e.g i.e related via upon despite among need needs needed
     model models llm llms language large-scale effectiveness efficiency robust robustness approach
     address addresses addressing shown show showing consistently substantially notably significantly
-    up achieves superior code available publicly github https http www com benchmark benchmarks dataset datasets
+    up achieves superior real-world real world code available publicly github https http www com benchmark benchmarks dataset datasets
     data reveal reveals revealing highlight highlights find finds found analysis analyze analyzes""".split()
 )
 _ADJECTIVE = re.compile(r"(?:al|ic|ive|ous|ary|ual|ed|ing)$", re.IGNORECASE)
@@ -94,9 +96,10 @@ class LabelSettings:
     title_weight: float = 2.0  # a phrase in the title counts this much more than one in the abstract only
     length_bonus: float = 0.6  # score times (1 + bonus * (words - 1)): readable phrases over single words
     min_cover: float = 0.08  # a label phrase must occur in at least this share of the cluster's papers
-    min_df: int = 3  # phrases in fewer papers of the whole corpus are never candidates
+    min_df: int = 3  # phrases in fewer titles of the whole corpus are never candidates
     n_terms: int = 8  # phrases kept per topic (the label is the first)
     fragment: float = 0.6  # a phrase this often next to one same word is part of a longer one ("learning with verifiable")
+    multi_cover: float = 0.25  # ... and holds at least this share of the papers the single word holds
     single_word: float = 2.0  # a one-word label only when it scores this many times the best longer phrase
 
 
@@ -121,51 +124,47 @@ def label_clusters(
     from scipy import sparse
 
     s = settings or LabelSettings()
-    vocab: dict[str, int] = {}
-    forms: dict[int, Counter[str]] = {}
-    rows_any: list[int] = []
-    cols_any: list[int] = []
-    rows_t: list[int] = []
-    cols_t: list[int] = []
-    for r, (title, abstract) in enumerate(zip(titles, abstracts, strict=True)):
-        tp = phrases(title)
-        seen_t: set[int] = set()
-        for key, surf in tp:
-            c = vocab.setdefault(key, len(vocab))
-            forms.setdefault(c, Counter())[surf] += 1  # surface forms from titles only: they are written with care
-            seen_t.add(c)
-        seen = set(seen_t)
-        for key, _ in phrases(abstract):
-            seen.add(vocab.setdefault(key, len(vocab)))
+    # The vocabulary is the phrases of titles: labels are shown as titles write them, and it bounds memory
+    # (a corpus's abstracts hold millions of distinct 1-3-word runs; its titles far fewer).
+    title_df: Counter[str] = Counter()
+    title_keys = []
+    for title in titles:
+        ks = set(k for k, _ in phrases(title))
+        title_keys.append(ks)
+        title_df.update(ks)
+    vocab = {key: i for i, key in enumerate(sorted(k for k, n in title_df.items() if n >= s.min_df))}
+    del title_df
+    rows_any, cols_any, rows_t, cols_t = array("i"), array("i"), array("i"), array("i")
+    for r, (tks, abstract) in enumerate(zip(title_keys, abstracts, strict=True)):
+        seen_t = {vocab[key] for key in tks if key in vocab}
+        seen = seen_t | {c for key, _ in phrases(abstract) if (c := vocab.get(key)) is not None}
         rows_any.extend([r] * len(seen))
         cols_any.extend(seen)
         rows_t.extend([r] * len(seen_t))
         cols_t.extend(seen_t)
+    del title_keys
     n, v = len(titles), len(vocab)
     x_any = sparse.csr_matrix((np.ones(len(rows_any), np.float32), (rows_any, cols_any)), shape=(n, v))
     x_title = sparse.csr_matrix((np.ones(len(rows_t), np.float32), (rows_t, cols_t)), shape=(n, v))
     onehot = sparse.csr_matrix((np.ones(n, np.float32), (np.arange(n), labels)), shape=(n, k))
     cover = (onehot.T @ x_any).toarray() if v else np.zeros((k, 0), np.float32)  # papers per cluster with t
     tf = cover + (s.title_weight - 1.0) * (onehot.T @ x_title).toarray()
-    df = np.asarray(x_any.sum(axis=0)).ravel()
-    words = np.array([0] * v, dtype=np.float32)
     keys = [""] * v
     for key, c in vocab.items():
         keys[c] = key
-        words[c] = key.count(" ") + 1
+    words = np.array([key.count(" ") + 1 for key in keys], dtype=np.float32)
     sizes = np.bincount(labels, minlength=k).astype(np.float32)
     tf_norm = tf / np.maximum(tf.sum(axis=1, keepdims=True), 1.0)
     avg = tf.sum() / max(k, 1)
     idf = np.log1p(avg / np.maximum(tf.sum(axis=0), 1.0))
     score = tf_norm * idf * (1.0 + s.length_bonus * (words - 1.0))
-    ok = (cover >= np.maximum(s.min_cover * sizes[:, None], 2.0)) & (df >= s.min_df)[None, :]
-    # a title-only surface form is needed for display; phrases never seen in a title are scored but shown lower-case
+    ok = cover >= np.maximum(s.min_cover * sizes[:, None], 2.0)
     score = np.where(ok, score, 0.0)
     ranked = [[int(c) for c in np.argsort(-score[i], kind="stable")[: 10 * s.n_terms] if score[i, c] > 0] for i in range(k)]
-    cands = {c for r in ranked for c in r}
-    frag = _fragments(titles, abstracts, {keys[c] for c in cands}, s.fragment)
+    cands = {keys[c] for r in ranked for c in r}
+    forms, frag = _forms_and_fragments(titles, cands, s.fragment)
     ranked = [[c for c in r if keys[c] not in frag] for r in ranked]
-    show = {c: (_display(forms[c]) if c in forms else keys[c]) for r in ranked for c in r}
+    show = {c: _display(forms[keys[c]]) for r in ranked for c in r}
     used: set[str] = set()
     out: list[list[str]] = [[] for _ in range(k)]
     # strongest clusters choose first, so a shared phrase goes to the cluster it describes best
@@ -174,16 +173,18 @@ def label_clusters(
         every = list(dict.fromkeys(show[c] for c in ranked[i]))
         terms = _dedupe(every)
         # a label is a phrase seen in titles, of two or more words unless one word is far ahead
-        titled = {show[c]: float(score[i, c]) for c in ranked[i] if c in forms}
-        free = [t for t in every if t in titled and t.lower() not in used]
-        multi = [t for t in free if " " in t]
-        label = free[0] if free else next((t for t in terms if t.lower() not in used), None)
-        if free and multi and " " not in free[0]:
+        titled = {show[c]: float(score[i, c]) for c in ranked[i]}
+        held = {show[c]: float(cover[i, c]) for c in ranked[i]}
+        free = [t for t in every if t.lower() not in used]
+        # a longer phrase only when it holds a fair part of the papers the single word holds
+        multi = [t for t in free if " " in t and held[t] >= s.multi_cover * held[free[0]]]
+        label = free[0] if free else None
+        if free and " " not in free[0]:
             # an adjective alone ("Clinical", "Agentic") says little: a phrase built on it says more
-            built = [t for t in multi if free[0].lower() in t.lower().split()]
-            if built and _ADJECTIVE.search(free[0]):
-                label = built[0]
-            elif titled[free[0]] < s.single_word * titled[multi[0]]:
+            built = [t for t in free if " " in t and free[0].lower() in t.lower().split()]
+            if _ADJECTIVE.search(free[0]) and (built or multi):
+                label = built[0] if built else multi[0]
+            elif multi and titled[free[0]] < s.single_word * titled[multi[0]]:
                 label = multi[0]
         if label is None:
             label = f"{terms[0] if terms else 'Topic'} ({i + 1})"
@@ -192,25 +193,27 @@ def label_clusters(
     return out
 
 
-def _fragments(titles: Sequence[str], abstracts: Sequence[str], keys: set[str], share: float) -> set[str]:
-    """The candidate phrases that are mostly a piece of one longer phrase: in at least `share` of their
-    occurrences the same word comes right before, or right after."""
-    total: Counter[str] = Counter()
+def _forms_and_fragments(titles: Sequence[str], keys: set[str], share: float) -> tuple[dict[str, Counter[str]], set[str]]:
+    """For the candidate phrases: their surface forms in titles, and which of them are mostly a piece of one
+    longer phrase (in at least `share` of their title occurrences the same word comes right before, or right
+    after: "learning with verifiable" of "reinforcement learning with verifiable rewards")."""
+    forms: dict[str, Counter[str]] = {}
     before: dict[str, Counter[str]] = {}
     after: dict[str, Counter[str]] = {}
-    for text in (*titles, *abstracts):
-        for key, _, b, a in _phrases(text):
+    for text in titles:
+        for key, surf, b, a in _phrases(text):
             if key in keys:
-                total[key] += 1
+                forms.setdefault(key, Counter())[surf] += 1
                 before.setdefault(key, Counter())[b] += 1
                 after.setdefault(key, Counter())[a] += 1
-    out = set()
-    for key, n in total.items():
+    frag = set()
+    for key, fs in forms.items():
+        n = sum(fs.values())
         for side in (before[key], after[key]):
             word, c = side.most_common(1)[0]
             if word and word not in _INNER and c >= share * n and n >= 3:
-                out.add(key)
-    return out
+                frag.add(key)
+    return forms, frag
 
 
 def _dedupe(terms: list[str]) -> list[str]:
