@@ -99,6 +99,7 @@ class LabelSettings:
     min_df: int = 3  # phrases in fewer titles of the whole corpus are never candidates
     n_terms: int = 8  # phrases kept per topic (the label is the first)
     fragment: float = 0.6  # a phrase this often next to one same word is part of a longer one ("learning with verifiable")
+    label_cover: float = 0.15  # the label must occur in this share of the topic's papers (when any phrase does)
     multi_cover: float = 0.25  # ... and holds at least this share of the papers the single word holds
     single_word: float = 2.0  # a one-word label only when it scores this many times the best longer phrase
 
@@ -175,13 +176,16 @@ def label_clusters(
         # a label is a phrase seen in titles, of two or more words unless one word is far ahead
         titled = {show[c]: float(score[i, c]) for c in ranked[i]}
         held = {show[c]: float(cover[i, c]) for c in ranked[i]}
-        free = [t for t in every if t.lower() not in used]
+        # the label must hold a fair share of the topic's papers, or it names a corner of it (measured: labels
+        # held by under a fifth of a topic's papers fitted about half of a sample of them)
+        enough = [t for t in every if held[t] >= s.label_cover * sizes[i]]
+        free = [t for t in enough or every if t.lower() not in used]
         # a longer phrase only when it holds a fair part of the papers the single word holds
         multi = [t for t in free if " " in t and held[t] >= s.multi_cover * held[free[0]]]
         label = free[0] if free else None
         if free and " " not in free[0]:
             # an adjective alone ("Clinical", "Agentic") says little: a phrase built on it says more
-            built = [t for t in free if " " in t and free[0].lower() in t.lower().split()]
+            built = [t for t in every if " " in t and t.lower() not in used and free[0].lower() in t.lower().split()]
             if _ADJECTIVE.search(free[0]) and (built or multi):
                 label = built[0] if built else multi[0]
             elif multi and titled[free[0]] < s.single_word * titled[multi[0]]:
