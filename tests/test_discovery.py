@@ -14,7 +14,14 @@ import pytest
 from paperchat.catalog import Catalog
 from paperchat.cli import main
 from paperchat.demo import DEMO_DIR, ensure_demo, load_vectors
-from paperchat.discovery import DiscoverySettings, choose_tags, discover, last_run, match_slugs, tag_papers
+from paperchat.discovery import (
+    DiscoverySettings,
+    choose_tags,
+    discover,
+    last_run,
+    match_slugs,
+    tag_papers,
+)
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from paperchat.cli import _library, _settings
-from paperchat.errors import NotFound, InputError
+from paperchat.errors import InputError, NotFound
 from paperchat.ingestion.text import printable
 
 ACTIONS = ("discover", "show", "sample", "coverage")
@@ -94,5 +94,5 @@ def _show(lib, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     print(printable(f"{name}  [{args.slug}]  {len(ids)} papers, counted {how}{extra}\n{m.sentence()}\n"))
     for pid in ids[: args.limit]:
         p = papers[pid]
-        print(printable(f"  {str(p.date or ''):10} {pid:<12} {p.title[:100]}"))
+        print(printable(f"  {p.date or ''!s:10} {pid:<12} {p.title[:100]}"))
     return 0

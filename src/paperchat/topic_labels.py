@@ -130,7 +130,7 @@ def label_clusters(
     title_df: Counter[str] = Counter()
     title_keys = []
     for title in titles:
-        ks = set(k for k, _ in phrases(title))
+        ks = {k for k, _ in phrases(title)}
         title_keys.append(ks)
         title_df.update(ks)
     vocab = {key: i for i, key in enumerate(sorted(k for k, n in title_df.items() if n >= s.min_df))}

@@ -70,8 +70,10 @@ def format_trends(trends: list[TopicTrend], limit: int = 30) -> str:
         return "no topics"
     weeks = trends[0].momentum.weeks
     lines = [
-        f"momentum: last {weeks} weeks to {trends[0].momentum.now} against the {weeks} before; hand-written topics count "
-        "papers by their rules, discovered topics by tags; z: how far the topic's share of new papers rose beyond chance",
+        (
+            f"momentum: last {weeks} weeks to {trends[0].momentum.now} against the {weeks} before; hand-written topics "
+            "count papers by their rules, discovered topics by tags; z: how far the topic's share of new papers rose beyond chance"
+        ),
         f"{'#':>3} {'topic':<44} {'kind':<12} {'now':>5} {'before':>6} {'change':>7} {'share':>6} {'z':>6}",
     ]
     for i, t in enumerate(trends[:limit], start=1):
