@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables
 from paperchat.errors import StoreError
 from paperchat.types import Paper
 
+__all__ = ["Catalog", "DiscoveredTopic", "damaged"]
 USER_LISTS = "user_lists.json"
 REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
 _P = ParamSpec("_P")
@@ -89,7 +91,7 @@ def _paper_columns(paper: Paper) -> tuple[object, ...]:
     )
 
 
-class Catalog:
+class Catalog(DiscoveryTables):
     """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
 
     def __init__(self, path: Path) -> None:
@@ -105,6 +107,7 @@ class Catalog:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.executescript(_SCHEMA)
+                self._conn.executescript(DISCOVERY_SCHEMA)
                 for table in ("papers", "paper_topics", "meta", "follows", "saves"):  # cheap: reads each table's pages
                     self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
         except sqlite3.DatabaseError as exc:
@@ -207,6 +210,7 @@ class Catalog:
             with self._conn:
                 cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
                 self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
+                self._conn.execute("DELETE FROM paper_tags WHERE paper_id=?", (paper_id,))
                 saved = self._conn.execute("DELETE FROM saves WHERE paper_id=?", (paper_id,)).rowcount
             if saved:
                 self._write_mirror()

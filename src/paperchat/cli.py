@@ -128,6 +128,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
+    if args.action or args.trending:  # discovered topics and momentum: paperchat.cli_topics
+        from paperchat.cli_topics import cmd_topics_more
+
+        return cmd_topics_more(args)
     settings = _settings(args)
     if args.check:
         # apply the rules to a metadata file without ingesting it: counts and a sample to read by hand
@@ -152,7 +156,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
         return 0
     lib = _library(settings)
     counts = lib.catalog.topic_counts()
-    chunk_counts = {t.slug: len(lib.store.ids_where({f"topic_{t.slug}": True})) for t in lib.topics.topics}
+    chunk_counts = {t.slug: len(lib.store.ids_in_topic(t.slug)) for t in lib.topics.topics}
     rows = [
         {"slug": t.slug, "name": t.name, "papers": counts.get(t.slug, 0), "chunks": chunk_counts[t.slug]}
         for t in lib.topics.topics
@@ -303,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
     t.add_argument("--sample", type=_int_in(0, 10_000, "--sample"), default=20, help="with --check: papers listed per topic")
     t.add_argument("--seed", type=int, default=0, help="with --check: sample seed")
+    from paperchat.cli_topics import add_topic_arguments
+
+    add_topic_arguments(t)
     t.set_defaults(func=cmd_topics)
 
     r = sub.add_parser("remove", help="remove a paper and its chunks")
@@ -327,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
     from paperchat.cli_tools import add_tool_parsers
 
     add_tool_parsers(sub)
+
+    from paperchat.cli_export import add_export_parser
+
+    add_export_parser(sub)
 
     sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")

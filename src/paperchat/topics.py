@@ -147,6 +147,9 @@ def week_start(d: dt.date) -> dt.date:
     return d - dt.timedelta(days=d.weekday())
 
 
+_WEEK_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 8: "eight", 12: "twelve"}
+
+
 @dataclass(frozen=True)
 class Momentum:
     """How a topic is moving: last four weeks against the four before, and its share of all new papers."""
@@ -159,17 +162,20 @@ class Momentum:
     now: dt.date
     weekly: list[tuple[dt.date, int, int]]
     small_counts: bool
+    weeks: int = 4
+    all_previous: int = 0
 
     def sentence(self) -> str:
         """'70 papers in the last four weeks, up 141% on the four weeks before, 0.7% of all new papers'."""
-        parts = [f"{self.recent} paper{'s' if self.recent != 1 else ''} in the last four weeks"]
+        span = _WEEK_WORDS.get(self.weeks, str(self.weeks)) + " weeks" if self.weeks != 1 else "week"
+        parts = [f"{self.recent} paper{'s' if self.recent != 1 else ''} in the last {span}"]
         if self.change_pct is None:
-            parts.append("none in the four weeks before")
+            parts.append(f"none in the {span} before")
         elif round(self.change_pct) == 0:
-            parts.append("about level with the four weeks before")
+            parts.append(f"about level with the {span} before")
         else:
             word = "up" if self.change_pct > 0 else "down"
-            parts.append(f"{word} {abs(self.change_pct):.0f}% on the four weeks before")
+            parts.append(f"{word} {abs(self.change_pct):.0f}% on the {span} before")
         if self.share_pct is not None:
             parts.append(f"{self.share_pct:.1f}% of all new papers")
         text = ", ".join(parts)
@@ -183,6 +189,7 @@ def momentum(
     all_weekly: dict[dt.date, int],
     now: dt.date | None = None,
     small: int = 10,
+    weeks: int = 4,
 ) -> Momentum:
     """Momentum of a topic from its papers' dates and the weekly counts of all papers.
 
@@ -191,6 +198,7 @@ def momentum(
         all_weekly: Monday -> number of all new papers that week (the corpus-wide denominator).
         now: the reference day; the newest date in the corpus when None.
         small: below this many papers in either window the change is flagged as not a trend.
+        weeks: the length of each of the two windows compared.
     """
     # a date before 1991 or after tomorrow is a data error: it never sets "now" nor counts in a window
     topic_dates = plausible(topic_dates)
@@ -200,16 +208,17 @@ def momentum(
         now = max(candidates) if candidates else dt.date.today()
     # Windows are whole ISO weeks so the topic and the corpus-wide weekly counts line up.
     this_week = week_start(now)
-    start_recent = this_week - dt.timedelta(weeks=3)
-    start_prev = start_recent - dt.timedelta(weeks=4)
+    start_recent = this_week - dt.timedelta(weeks=weeks - 1)
+    start_prev = start_recent - dt.timedelta(weeks=weeks)
     tcounts = Counter(week_start(d) for d in topic_dates if d <= now)
     recent = sum(c for w, c in tcounts.items() if start_recent <= w <= this_week)
     previous = sum(c for w, c in tcounts.items() if start_prev <= w < start_recent)
     change = None if previous == 0 else 100.0 * (recent - previous) / previous
     all_recent = sum(c for w, c in all_weekly.items() if start_recent <= w <= this_week)
+    all_previous = sum(c for w, c in all_weekly.items() if start_prev <= w < start_recent)
     share = 100.0 * recent / all_recent if all_recent else None
-    weeks = sorted(w for w in set(all_weekly) | set(tcounts) if w <= this_week)
-    weekly = [(w, tcounts.get(w, 0), all_weekly.get(w, 0)) for w in weeks]
+    mondays = sorted(w for w in set(all_weekly) | set(tcounts) if w <= this_week)
+    weekly = [(w, tcounts.get(w, 0), all_weekly.get(w, 0)) for w in mondays]
     return Momentum(
         recent=recent,
         previous=previous,
@@ -219,4 +228,6 @@ def momentum(
         now=now,
         weekly=weekly,
         small_counts=min(recent, previous) < small,
+        weeks=weeks,
+        all_previous=all_previous,
     )

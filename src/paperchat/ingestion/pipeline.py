@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from paperchat.dates import parse_date
+from paperchat.discovery import tag_papers
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.records import Failure
@@ -162,6 +163,7 @@ class Ingester:
         if batch:
             self._records_batch_safe(batch, report)
         self.finish()
+        tag_papers(self.lib, report.paper_ids)  # nearest discovered topics; one cheap query when there are none
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -259,6 +261,7 @@ class Ingester:
         told = {src for src, _ in report.stored} | {f.source for f in report.failed}
         report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
         self.finish()
+        tag_papers(self.lib, report.paper_ids)
         report.seconds = time.perf_counter() - t0
         return report
 

@@ -1,0 +1,184 @@
+"""The catalogue's discovered-topic tables (paperchat.discovery writes them): topics with their centroids and
+labels, and each paper's tags. A mixin of Catalog, so the one SQLite connection and lock serve both.
+
+The tables are created on open with IF NOT EXISTS: a catalogue made before them opens as before and gains
+them empty.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """SQLite's errors about a damaged file as the catalogue's StoreError (as paperchat.catalog does)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            from paperchat.catalog import damaged
+
+            raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
+
+    return wrapper
+
+
+# Discovered topics (paperchat.discovery). Additive: an older catalogue gains these empty tables on open.
+DISCOVERY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS discovered_topics (
+    slug TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    parent TEXT,
+    parent_share REAL NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL,
+    terms TEXT NOT NULL,
+    centroid BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS paper_tags (
+    paper_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    score REAL NOT NULL,
+    PRIMARY KEY (paper_id, topic)
+);
+CREATE INDEX IF NOT EXISTS paper_tags_topic ON paper_tags(topic);
+"""
+
+
+@dataclass(frozen=True)
+class DiscoveredTopic:
+    """A topic found by clustering: its label, the hand-written topic it nests under, its centroid.
+
+    `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts the papers
+    clustered into it (each paper in one cluster); `terms` are its best label phrases, best first.
+    """
+
+    slug: str
+    label: str
+    parent: str | None
+    parent_share: float
+    size: int
+    terms: tuple[str, ...]
+    centroid: np.ndarray
+
+
+class DiscoveryTables:
+    """Reads and writes of the discovered-topic tables; Catalog provides the connection, lock and path."""
+
+    path: Path
+    _conn: sqlite3.Connection
+    _lock: threading.RLock
+
+    @_guarded
+    def replace_discovered(
+        self, topics: list[DiscoveredTopic], tags: dict[str, list[tuple[str, float]]], run: dict[str, Any]
+    ) -> None:
+        """Replace every discovered topic and every paper's tags, and record how they were built, at once."""
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM discovered_topics")
+            self._conn.execute("DELETE FROM paper_tags")
+            self._conn.executemany(
+                "INSERT INTO discovered_topics (slug, label, parent, parent_share, size, terms, centroid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (t.slug, t.label, t.parent, t.parent_share, t.size, json.dumps(list(t.terms)),
+                     np.asarray(t.centroid, dtype=np.float32).tobytes())
+                    for t in topics
+                ],
+            )
+            self._insert_tags(tags)
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("discovery", json.dumps(run, sort_keys=True))
+            )
+
+    def _insert_tags(self, tags: dict[str, list[tuple[str, float]]]) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO paper_tags (paper_id, topic, rank, score) VALUES (?, ?, ?, ?)",
+            [(pid, slug, r, float(score)) for pid, ts in tags.items() for r, (slug, score) in enumerate(ts, start=1)],
+        )
+
+    @_guarded
+    def set_tags(self, tags: dict[str, list[tuple[str, float]]]) -> None:
+        """Replace the tags of the given papers (best first; an empty list removes a paper's tags)."""
+        ids = list(tags)
+        with self._lock, self._conn:
+            for i in range(0, len(ids), 900):
+                part = ids[i : i + 900]
+                self._conn.execute(f"DELETE FROM paper_tags WHERE paper_id IN ({','.join('?' * len(part))})", part)
+            self._insert_tags(tags)
+
+    @_guarded
+    def discovered(self) -> list[DiscoveredTopic]:
+        """The discovered topics, largest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT slug, label, parent, parent_share, size, terms, centroid FROM discovered_topics ORDER BY size DESC, slug"
+            ).fetchall()
+        return [
+            DiscoveredTopic(str(s), str(lab), par, float(share), int(n), tuple(json.loads(terms)), np.frombuffer(c, dtype=np.float32))
+            for s, lab, par, share, n, terms, c in rows
+        ]
+
+    @_guarded
+    def has_discovered(self) -> bool:
+        """Whether any discovered topic is stored (cheap: for the ingest hook)."""
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM discovered_topics LIMIT 1").fetchone() is not None
+
+    @_guarded
+    def tags_of(self, ids: Iterable[str]) -> dict[str, list[tuple[str, float]]]:
+        """Each given paper's tags as (slug, similarity), best first; papers without tags are left out."""
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, list[tuple[str, float]]] = {}
+        with self._lock:
+            for i in range(0, len(ids), 900):
+                part = ids[i : i + 900]
+                q = f"SELECT paper_id, topic, score FROM paper_tags WHERE paper_id IN ({','.join('?' * len(part))}) ORDER BY paper_id, rank"
+                for pid, slug, score in self._conn.execute(q, part):
+                    out.setdefault(pid, []).append((slug, float(score)))
+        return out
+
+    @_guarded
+    def tagged_papers(self, slug: str, primary: bool = False) -> list[str]:
+        """Ids of the papers tagged with a discovered topic (only those whose best tag it is with
+        primary=True), newest first."""
+        q = "SELECT p.id FROM papers p JOIN paper_tags t ON t.paper_id=p.id WHERE t.topic=?"
+        q += " AND t.rank=1" if primary else ""
+        with self._lock:
+            return [r[0] for r in self._conn.execute(q + " ORDER BY p.date DESC, p.id DESC", (slug,))]
+
+    @_guarded
+    def primary_members(self) -> dict[str, set[str]]:
+        """Discovered topic -> the papers whose best tag it is (to match an old run's topics to a new one's)."""
+        out: dict[str, set[str]] = {}
+        with self._lock:
+            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_tags WHERE rank=1"):
+                out.setdefault(slug, set()).add(pid)
+        return out
+
+    @_guarded
+    def dates_by_topic(self) -> dict[str, list[dt.date]]:
+        """Every topic's paper dates in one pass: hand-written topics by their rules, discovered ones by tags."""
+        out: dict[str, list[dt.date]] = {}
+        with self._lock:
+            for table in ("paper_topics", "paper_tags"):
+                q = f"SELECT t.topic, p.date FROM {table} t JOIN papers p ON p.id=t.paper_id WHERE p.date IS NOT NULL"
+                for slug, d in self._conn.execute(q):
+                    out.setdefault(slug, []).append(dt.date.fromisoformat(d))
+        return out

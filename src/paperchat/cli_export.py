@@ -1,0 +1,36 @@
+"""`paperchat export bibtex --saved | --topic SLUG [--since D] [--until D] | --ids ID...`: BibTeX on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from paperchat.cli import _library, _settings
+from paperchat.dates import user_day
+from paperchat.errors import InputError
+
+
+def add_export_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`paperchat export bibtex ...`."""
+    ex = sub.add_parser("export", help="export papers as BibTeX")
+    ex_sub = ex.add_subparsers(dest="export_format", required=True)
+    b = ex_sub.add_parser("bibtex", help="saved papers, a topic's papers, or given ids, as BibTeX on stdout")
+    b.add_argument("--saved", action="store_true", help="the saved papers")
+    b.add_argument("--topic", help="a topic's papers (hand-written or discovered slug)")
+    b.add_argument("--ids", nargs="+", help="these papers (e.g. the ones an answer cites)")
+    b.add_argument("--since", help="only papers from this date (YYYY-MM-DD)")
+    b.add_argument("--until", help="only papers up to this date (YYYY-MM-DD)")
+    b.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from paperchat.bibtex import select, to_bibtex
+
+    if not (args.saved or args.topic or args.ids):
+        raise InputError("say what to export", "give --saved, --topic SLUG or --ids ID ...")
+    since, until = user_day(args.since), user_day(args.until)
+    lib = _library(_settings(args))
+    papers = select(lib, saved=args.saved, topic=args.topic, ids=args.ids, since=since, until=until)
+    sys.stdout.write(to_bibtex(papers))
+    print(f"paperchat: {len(papers)} entries", file=sys.stderr)
+    return 0

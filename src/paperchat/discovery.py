@@ -1,0 +1,301 @@
+"""Topic discovery: fine-grained topics found by clustering the papers' abstract vectors, with tags.
+
+The vectors are the MiniLM abstract vectors already in the store (the lexical snapshot keeps a copy of every
+chunk's vector, row-aligned with its ids), so discovery embeds nothing. Clustering is scikit-learn's k-means
+on the unit vectors (spherical in effect), seeded, so a re-run on the same corpus gives the same topics.
+Labels come from paperchat.topic_labels. A re-run keeps a surviving topic's slug: old and new topics are
+matched by the papers they share (Jaccard of their primary members). Each paper is tagged with its closest
+topics by cosine to the centroids; papers ingested later are tagged the same way at ingest (`tag_papers`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from paperchat.catalog import DiscoveredTopic
+from paperchat.errors import InputError
+from paperchat.library import Library
+from paperchat.topic_labels import LabelSettings, label_clusters
+
+MINIBATCH_ABOVE = 200_000  # papers: above this, MiniBatchKMeans (memory and time linear in the batch)
+
+
+@dataclass(frozen=True)
+class DiscoverySettings:
+    """How topics are discovered. Stored with every run."""
+
+    papers_per_topic: int = 150  # the number of topics is papers / this, clipped to [min_topics, max_topics]
+    min_topics: int = 2
+    max_topics: int = 400
+    n_topics: int | None = None  # a fixed number of topics instead
+    min_size: int = 5  # smaller clusters are dissolved into their neighbours
+    seed: int = 0
+    max_tags: int = 4
+    min_similarity: float = 0.35  # cosine to a topic's centroid below which a paper is not tagged with it
+    tag_margin: float = 0.10  # a 3rd or 4th tag only within this much of the paper's best similarity
+    match_jaccard: float = 0.3  # an old topic's slug survives when a new one shares at least this much of it
+    # BLAS/OpenMP threads for k-means: more threads than free cores is ruinous (busy-waiting workers): on a
+    # shared 2-core machine, k-means on 17k papers took 8 s with 1 thread and 128 s with 2
+    threads: int = 1
+    labels: LabelSettings = field(default_factory=LabelSettings)
+
+    def k_for(self, n: int) -> int:
+        if self.n_topics:
+            return max(1, min(self.n_topics, n))
+        return max(self.min_topics, min(self.max_topics, round(n / self.papers_per_topic), n))
+
+
+@dataclass
+class DiscoveryReport:
+    """What a discovery run found and how long it took."""
+
+    topics: list[DiscoveredTopic]
+    papers: int
+    tagged: int
+    kept_slugs: int
+    seconds: float
+    run: dict[str, Any]
+
+    def summary(self) -> str:
+        sizes = sorted((t.size for t in self.topics), reverse=True)
+        mid = sizes[len(sizes) // 2] if sizes else 0
+        return (
+            f"{len(self.topics)} topics over {self.papers} papers (sizes {sizes[-1] if sizes else 0}-{sizes[0] if sizes else 0}, "
+            f"median {mid}); {self.tagged} papers tagged; {self.kept_slugs} slugs kept from the last run; {self.seconds:.1f} s"
+        )
+
+
+def abstract_vectors(lib: Library) -> tuple[list[str], np.ndarray]:
+    """(paper ids, their abstract vectors) from the lexical snapshot, in catalogue order.
+
+    A paper's abstract chunk id is its abstract_hash, so this picks exactly one vector per paper that has an
+    abstract, and no PDF chunk.
+    """
+    snap = lib.ready_lexical()
+    if snap.vectors is None:
+        raise InputError("the search index holds no vectors", "run `paperchat doctor --repair` to rebuild it")
+    ids, rows = [], []
+    for pid, (abstract_hash, _, _) in sorted(lib.catalog.stored_hashes().items()):
+        i = snap.pos.get(abstract_hash) if abstract_hash else None
+        if i is not None:
+            ids.append(pid)
+            rows.append(i)
+    return ids, np.ascontiguousarray(snap.vectors[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def cluster(vectors: np.ndarray, k: int, settings: DiscoverySettings) -> np.ndarray:
+    """Each vector's cluster (0..k'-1, k' <= k: clusters under min_size are dissolved into the nearest others)."""
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
+    x = _unit(vectors)
+    if len(x) > MINIBATCH_ABOVE:
+        km: Any = MiniBatchKMeans(n_clusters=k, random_state=settings.seed, batch_size=8192, n_init=3, max_iter=50)
+    else:
+        km = KMeans(n_clusters=k, random_state=settings.seed, n_init=1, max_iter=100)
+    labels = km.fit_predict(x).astype(np.int64)
+    centroids = _unit(km.cluster_centers_.astype(np.float32))
+    sizes = np.bincount(labels, minlength=k)
+    keep = np.flatnonzero(sizes >= min(settings.min_size, max(sizes)))
+    if len(keep) < k:  # re-assign the members of dissolved clusters to the nearest kept centroid
+        labels = keep[np.argmax(x @ centroids[keep].T, axis=1)]
+    # number clusters by size, then by their smallest member, so the numbering does not depend on k-means'
+    _, first = np.unique(labels, return_index=True)
+    present = np.unique(labels)
+    order = sorted(range(len(present)), key=lambda j: (-int(np.sum(labels == present[j])), int(first[j])))
+    remap = np.empty(int(labels.max()) + 1, dtype=np.int64)
+    remap[present[order]] = np.arange(len(present))
+    return remap[labels]
+
+
+def centroids_of(vectors: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """Unit mean vector of each cluster."""
+    sums = np.zeros((k, vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, labels, _unit(vectors))
+    return _unit(sums.astype(np.float32))
+
+
+def choose_tags(
+    sims: np.ndarray, slugs: list[str], settings: DiscoverySettings, own: np.ndarray | None = None
+) -> list[list[tuple[str, float]]]:
+    """Each row's tags: its closest topics (up to max_tags) at or above min_similarity; the 3rd and 4th only
+    within tag_margin of the best, so a paper squarely in one topic is not padded with distant ones.
+
+    Args:
+        own: each row's own cluster, put first when it clears min_similarity (k-means' nearest mean and the
+            nearest unit centroid can differ); None at ingest, where the closest centroid comes first.
+    """
+    out: list[list[tuple[str, float]]] = []
+    m = min(settings.max_tags, sims.shape[1])
+    if m == 0:
+        return [[] for _ in range(sims.shape[0])]
+    top = np.argsort(-sims, axis=1, kind="stable")[:, :m] if m < sims.shape[1] else np.argsort(-sims, axis=1, kind="stable")
+    for r, (row, cand) in enumerate(zip(sims, top, strict=True)):
+        order = [int(c) for c in cand]
+        if own is not None:
+            o = int(own[r])
+            order = [o] + [c for c in order if c != o][: m - 1]
+        best = max(float(row[c]) for c in order)
+        tags = []
+        for rank, c in enumerate(order):
+            s = float(row[c])
+            if s < settings.min_similarity or (rank >= 2 and s < best - settings.tag_margin):
+                if rank == 0:
+                    continue  # the own cluster is too far: the next closest may still qualify
+                break
+            tags.append((slugs[c], round(s, 4)))
+        out.append(tags)
+    return out
+
+
+def _slugify(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:60] or "topic"
+
+
+def match_slugs(
+    new_members: list[set[str]], labels: list[str], old: dict[str, set[str]], reserved: set[str], min_jaccard: float
+) -> tuple[list[str], int]:
+    """Slugs for new topics: an old topic's slug when they share enough papers (best pairs first), else one made
+    from the label that no other topic (old, new or hand-written) holds. Returns (slugs, how many were kept)."""
+    pairs = []
+    for i, mem in enumerate(new_members):
+        for slug, om in old.items():
+            inter = len(mem & om)
+            if inter:
+                jac = inter / len(mem | om)
+                if jac >= min_jaccard:
+                    pairs.append((-jac, i, slug))
+    out: list[str | None] = [None] * len(new_members)
+    taken = set(reserved)
+    for _, i, slug in sorted(pairs):
+        if out[i] is None and slug not in taken:
+            out[i] = slug
+            taken.add(slug)
+    kept = sum(1 for s in out if s is not None)
+    taken |= set(old)  # a retired slug is not reused for a different topic
+    for i, s in enumerate(out):
+        if s is None:
+            base = _slugify(labels[i])
+            cand, n = base, 2
+            while cand in taken:
+                cand, n = f"{base}-{n}", n + 1
+            out[i] = cand
+            taken.add(cand)
+    return [str(s) for s in out], kept
+
+
+def corpus_hash(ids: list[str], vectors: np.ndarray) -> str:
+    h = hashlib.sha256("\n".join(ids).encode())
+    h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return h.hexdigest()[:16]
+
+
+def discover(lib: Library, settings: DiscoverySettings | None = None) -> DiscoveryReport:
+    """Cluster the store's abstracts into topics, label, nest and tag them, and store the result.
+
+    Raises:
+        InputError: when the store holds too few papers to cluster.
+    """
+    from threadpoolctl import threadpool_limits
+
+    s = settings or DiscoverySettings()
+    with threadpool_limits(s.threads):
+        return _discover(lib, s)
+
+
+def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
+    t0 = time.perf_counter()
+    ids, vectors = abstract_vectors(lib)
+    if len(ids) < max(2 * s.min_size, 2):
+        raise InputError(f"only {len(ids)} papers with abstracts: too few to find topics", "ingest papers first")
+    k = s.k_for(len(ids))
+    labels = cluster(vectors, k, s)
+    k = int(labels.max()) + 1
+    papers = lib.catalog.get_many(ids)
+    titles = [papers[i].title for i in ids]
+    abstracts = [papers[i].abstract for i in ids]
+    terms = label_clusters(titles, abstracts, labels, k, s.labels)
+    members = [set() for _ in range(k)]  # type: list[set[str]]
+    for pid, c in zip(ids, labels, strict=True):
+        members[c].add(pid)
+    reserved = {t.slug for t in lib.topics.topics}
+    slugs, kept = match_slugs(members, [t[0] for t in terms], lib.catalog.primary_members(), reserved, s.match_jaccard)
+    cents = centroids_of(vectors, labels, k)
+    topics = []
+    for c in range(k):
+        parents: dict[str, int] = {}
+        for pid in members[c]:
+            for rule_topic in papers[pid].topics:
+                parents[rule_topic] = parents.get(rule_topic, 0) + 1
+        parent, count = max(parents.items(), key=lambda kv: (kv[1], kv[0])) if parents else (None, 0)
+        share = count / len(members[c])
+        topics.append(
+            DiscoveredTopic(slugs[c], terms[c][0], parent if share >= 0.25 else None, round(share, 3), len(members[c]), tuple(terms[c]), cents[c])
+        )
+    tag_rows = choose_tags(_unit(vectors) @ cents.T, slugs, s, own=labels)
+    tags = dict(zip(ids, tag_rows, strict=True))
+    seconds = time.perf_counter() - t0
+    run = {
+        "settings": asdict(s),
+        "corpus_hash": corpus_hash(ids, vectors),
+        "papers": len(ids),
+        "topics": k,
+        "embedder": lib.settings.embedder,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 2),
+        "rule_topics_hash": lib.topics.hash,
+    }
+    with lib.writing():
+        lib.catalog.replace_discovered(topics, tags, run)
+    return DiscoveryReport(topics, len(ids), sum(1 for t in tags.values() if t), kept, seconds, run)
+
+
+def settings_of_last_run(lib: Library) -> DiscoverySettings:
+    """The tagging settings the stored topics were built with (defaults when unrecorded)."""
+    raw = lib.catalog.get_meta("discovery")
+    base = DiscoverySettings()
+    if not raw:
+        return base
+    rec = json.loads(raw).get("settings", {})
+    return DiscoverySettings(**{k: rec[k] for k in ("max_tags", "min_similarity", "tag_margin") if k in rec})
+
+
+def last_run(lib: Library) -> dict[str, Any] | None:
+    """How the stored topics were built (settings, corpus hash, date), or None before the first run."""
+    raw = lib.catalog.get_meta("discovery")
+    return dict(json.loads(raw)) if raw else None
+
+
+def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings | None = None) -> int:
+    """Tag papers with their closest discovered topics (the ingest hook); returns how many were tagged.
+
+    Cheap: one query when nothing was discovered yet, else one product of the new papers' vectors with the
+    centroids. The papers' own cluster is not known here, so the closest centroid comes first.
+    """
+    if not paper_ids or not lib.catalog.has_discovered():
+        return 0
+    s = settings or settings_of_last_run(lib)
+    topics = lib.catalog.discovered()
+    snap = lib.ready_lexical()
+    if snap.vectors is None:
+        return 0
+    hashes = lib.catalog.hashes(paper_ids)
+    rows = [(pid, snap.pos[h[0]]) for pid, h in hashes.items() if h[0] and h[0] in snap.pos]
+    if not rows:
+        return 0
+    cents = np.stack([t.centroid for t in topics])
+    sims = _unit(snap.vectors[[r for _, r in rows]].astype(np.float32)) @ cents.T
+    chosen = choose_tags(sims, [t.slug for t in topics], s)
+    lib.catalog.set_tags({pid: tags for (pid, _), tags in zip(rows, chosen, strict=True)})
+    return sum(1 for t in chosen if t)

@@ -1,0 +1,196 @@
+"""Topic discovery on the bundled demo corpus (real vectors, real k-means, no MiniLM), tags, the ingest hook,
+trending with its small-count guard, and an older catalogue opening with the new tables."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paperchat.catalog import Catalog
+from paperchat.cli import main
+from paperchat.demo import DEMO_DIR, ensure_demo, load_vectors
+from paperchat.discovery import (
+    DiscoverySettings,
+    choose_tags,
+    discover,
+    last_run,
+    match_slugs,
+    tag_papers,
+)
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.records import read_records
+from paperchat.library import Library
+from paperchat.topic_labels import LabelSettings, label_clusters, phrases
+from paperchat.trending import rise_z, trending
+from paperchat.types import Paper
+
+from .conftest import make_settings
+
+K = 12
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo corpus ingested once from its shipped vectors (no model is loaded)."""
+    path = tmp_path_factory.mktemp("demo") / "store"
+    lib = Library(make_settings(path))
+    rep = ensure_demo(lib, show_progress=False)
+    assert rep is not None and rep.papers > 1000
+    lib.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def discovered_dir(demo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store after one discovery run with K topics (seed 0)."""
+    path = tmp_path_factory.mktemp("discovered") / "store"
+    shutil.copytree(demo_dir, path)
+    lib = Library(make_settings(path))
+    discover(lib, DiscoverySettings(n_topics=K))
+    lib.close()
+    return path
+
+
+def _copy(src: Path, tmp_path: Path) -> Iterator[Library]:
+    path = tmp_path / "store"
+    shutil.copytree(src, path)
+    lib = Library(make_settings(path))
+    yield lib
+    lib.close()
+
+
+@pytest.fixture
+def lib(demo_dir: Path, tmp_path: Path) -> Iterator[Library]:
+    """A private copy of the demo store, so each test's discovery starts from the same state."""
+    yield from _copy(demo_dir, tmp_path)
+
+
+@pytest.fixture
+def dlib(discovered_dir: Path, tmp_path: Path) -> Iterator[Library]:
+    """A private copy of the discovered demo store."""
+    yield from _copy(discovered_dir, tmp_path)
+
+
+def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
+    rep = discover(lib, DiscoverySettings(n_topics=K))
+    topics = lib.catalog.discovered()
+    assert 8 <= len(topics) <= K and len(topics) == len(rep.topics)
+    labels = [t.label for t in topics]
+    assert all(label.strip() for label in labels) and len({label.lower() for label in labels}) == len(labels)
+    assert sum(t.size for t in topics) == rep.papers == lib.catalog.count()
+    assert all(np.isclose(np.linalg.norm(t.centroid), 1.0, atol=1e-4) for t in topics)
+    hand = {t.slug for t in lib.topics.topics}
+    assert not hand & {t.slug for t in topics}  # discovered slugs never shadow hand-written ones
+    nested = [t for t in topics if t.parent]
+    assert len(nested) >= len(topics) // 2 and all(t.parent in hand for t in nested)
+    run = last_run(lib)
+    assert run is not None and run["papers"] == rep.papers and run["settings"]["n_topics"] == K
+    assert len(run["corpus_hash"]) == 16 and run["date"][:2] == "20"
+
+
+def test_rerun_keeps_slugs(lib: Library) -> None:
+    first = {t.slug: t.label for t in discover(lib, DiscoverySettings(n_topics=K)).topics}
+    again = discover(lib, DiscoverySettings(n_topics=K))
+    assert {t.slug: t.label for t in again.topics} == first and again.kept_slugs == len(first)
+    other = discover(lib, DiscoverySettings(n_topics=K, seed=7))  # another seed: most topics survive, by shared papers
+    assert len(set(first) & {t.slug for t in other.topics}) >= len(first) // 2
+
+
+def test_tags_per_paper(dlib: Library) -> None:
+    lib = dlib
+    ids = [p.id for p in lib.catalog.iter_papers()]
+    tags = lib.catalog.tags_of(ids)
+    counts = [len(tags.get(i, [])) for i in ids]
+    assert all(0 <= c <= 4 for c in counts) and np.mean(counts) >= 2
+    primary = lib.catalog.primary_members()
+    assert sum(len(v) for v in primary.values()) == sum(1 for c in counts if c)
+    for pid in ids[:50]:
+        scores = [s for _, s in tags.get(pid, [])]
+        assert scores[1:] == sorted(scores[1:], reverse=True)  # after the own topic, closest first
+
+
+def test_choose_tags_thresholds() -> None:
+    s = DiscoverySettings(min_similarity=0.5, tag_margin=0.1)
+    sims = np.array([[0.9, 0.85, 0.82, 0.6, 0.1], [0.4, 0.3, 0.2, 0.1, 0.0], [0.7, 0.55, 0.52, 0.51, 0.0]])
+    out = choose_tags(sims, list("abcde"), s)
+    assert [t for t, _ in out[0]] == ["a", "b", "c"]  # d is far below the best: not padded in
+    assert out[1] == []  # nothing close enough: zero tags
+    assert [t for t, _ in out[2]] == ["a", "b"]
+    own = choose_tags(sims, list("abcde"), s, own=np.array([3, 0, 0]))
+    assert own[0][0][0] == "d"
+
+
+def test_match_slugs_by_shared_papers() -> None:
+    old = {"kv-cache": {"1", "2", "3", "4"}, "gone": {"9"}}
+    slugs, kept = match_slugs([{"1", "2", "3", "5"}, {"7", "8"}], ["KV Cache Eviction", "Gone"], old, {"rag"}, 0.3)
+    assert slugs == ["kv-cache", "gone-2"] and kept == 1  # a retired slug is not given to another topic
+
+
+def test_ingest_hook_tags_new_papers(dlib: Library) -> None:
+    lib = dlib
+    pid = next(iter(lib.catalog.iter_papers())).id
+    before = lib.catalog.tags_of([pid])[pid]
+    ing = Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id))
+    assert ing.remove_paper(pid) > 0 and lib.catalog.tags_of([pid]) == {}
+    record = next(r for r in read_records(DEMO_DIR / "abstracts.jsonl.gz") if isinstance(r, Paper) and r.id == pid)
+    ing.ingest_records([record])
+    after = lib.catalog.tags_of([pid])[pid]
+    assert 1 <= len(after) <= 4 and {s for s, _ in after} & {s for s, _ in before}
+    assert tag_papers(lib, ["no-such-paper"]) == 0
+
+
+def test_labels_from_phrases() -> None:
+    keys = [k for k, _ in phrases("We propose a novel method for speculative decoding of large language models.")]
+    assert "speculative decoding" in keys and not any(k.startswith(("we ", "novel", "method")) for k in keys)
+    titles = ["Speculative Decoding with Drafts", "Faster Speculative Decoding", "KV Cache Eviction", "KV Cache Quantization"]
+    out = label_clusters(titles, [""] * 4, np.array([0, 0, 1, 1]), 2, LabelSettings(min_df=1))
+    assert out[0][0] == "Speculative Decoding" and out[1][0] == "KV Cache"
+
+
+def test_trending_ranks_with_small_count_guard(dlib: Library) -> None:
+    lib = dlib
+    trends = trending(lib, weeks=4, min_count=40)
+    assert len(trends) == K + len(lib.topics.topics)
+    ranked = [t for t in trends if t.ranked]
+    assert ranked and len(ranked) < len(trends)  # some topics are too small to rank at this bar
+    assert trends[: len(ranked)] == ranked and [t.z for t in ranked] == sorted((t.z for t in ranked), reverse=True)
+    assert all(t.momentum.recent + t.momentum.previous < 40 and t.z == 0 for t in trends[len(ranked) :])
+    assert {t.membership for t in trends} == {"rules", "tags"}
+    assert rise_z(10, 10, 100, 100) == 0 and rise_z(40, 10, 100, 100) > 3
+    assert abs(rise_z(20, 10, 200, 100)) < 1e-9  # the corpus doubled too: no rise
+
+
+def test_cli_discover_trending_show(lib: Library, capsys: pytest.CaptureFixture[str]) -> None:
+    d = str(lib.settings.data_dir)
+    lib.close()
+    assert main(["--data-dir", d, "topics", "discover", "--topics", str(K)]) == 0
+    out = capsys.readouterr().out
+    assert "topics over 1548 papers" in out.splitlines()[0]
+    assert main(["--data-dir", d, "topics", "--trending", "--weeks", "4"]) == 0
+    assert capsys.readouterr().out.startswith("momentum: last 4 weeks")
+    slug = Library(make_settings(Path(d))).catalog.discovered()[0].slug
+    assert main(["--data-dir", d, "topics", "show", slug]) == 0
+    assert "counted by tags" in capsys.readouterr().out
+    assert main(["--data-dir", d, "topics", "show", "no-such-topic"]) != 0
+
+
+def test_old_catalogue_gains_tables(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """CREATE TABLE papers (id TEXT PRIMARY KEY, title TEXT NOT NULL, authors TEXT NOT NULL, abstract TEXT NOT NULL,
+           date TEXT, categories TEXT NOT NULL, url TEXT NOT NULL, pdf_path TEXT, pdf_sha256 TEXT, abstract_hash TEXT, pdf_hash TEXT);
+           INSERT INTO papers VALUES ('1', 't', '[]', 'a', '2026-01-01', '[]', '', NULL, NULL, 'h', NULL);"""
+    )
+    conn.commit()
+    conn.close()
+    cat = Catalog(path)
+    assert cat.count() == 1 and not cat.has_discovered() and cat.tags_of(["1"]) == {}
+    cat.set_tags({"1": [("x", 0.5)]})
+    assert cat.tags_of(["1"]) == {"1": [("x", 0.5)]}
+    cat.close()
