@@ -30,11 +30,12 @@ def build_quality_corpus(source: Path, sets: Sequence[Path], out_dir: Path, full
         for q in qs:
             gold.update(q.gold_papers)
     papers = {p.id: p for p in read_records(source) if isinstance(p, Paper)}
-    others = sorted(pid for pid in papers if pid not in gold)
-    chosen = sorted(gold & papers.keys()) + random.Random(seed).sample(others, min(distractors, len(others)))
     snap = full.ready_lexical()
     if snap.vectors is None:
         raise ValueError("the full store's search snapshot keeps no vectors")
+    stored = {pid for pid, p in papers.items() if (c := abstract_chunk(p)) is not None and c.id in snap.pos}
+    others = sorted(pid for pid in stored if pid not in gold)
+    chosen = sorted(gold & stored) + random.Random(seed).sample(others, min(distractors, len(others)))
     ids, vecs, lines = [], [], {}
     with open(source, encoding="utf-8") as fh:
         for line in fh:
