@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     )
 
     data_dir: Path = Field(default=Path(".paperchat"), description="where the store, lexical index and user data live")
-    embedder: str = Field(default="minilm", description="embedding backend: 'minilm' (sentence-transformers, torch)")
+    embedder: str = Field(default="minilm", description="embedding backend: 'minilm' (sentence-transformers, torch) or 'hashing' (hashed bag of words, no model: for tests)")
     chunk_size: int = Field(default=1000, ge=200, le=4000, description="PDF chunk size in characters")
     chunk_overlap: int = Field(default=150, ge=0, le=1000, description="overlap between PDF chunks in characters")
     batch_size: int = Field(default=64, ge=1, le=1024, description="texts embedded per batch")
