@@ -198,6 +198,17 @@ def damaged_store(settings: Settings, exc: BaseException) -> StoreError:
     )
 
 
+def _other_embedder(client: Any, name: str) -> tuple[str, str] | None:
+    """(settings name, embedder id) of another embedder's non-empty collection, when `name` holds nothing."""
+    collections = {c.name: c for c in client.list_collections()}
+    if name in collections and collections[name].count():
+        return None
+    for other, col in sorted(collections.items()):
+        if other.startswith("chunks-") and other != name and col.count():
+            return other.removeprefix("chunks-"), str((col.metadata or {}).get("embedder"))
+    return None
+
+
 class VectorStore:
     """Chunks and their vectors. Always given vectors: Chroma's own embedding function is never used."""
 
@@ -214,6 +225,7 @@ class VectorStore:
             "chunk_overlap": settings.chunk_overlap,
         }
         try:
+            other = _other_embedder(self.client, name)
             self.collection = self.client.get_or_create_collection(name, embedding_function=None, metadata=wanted)
             self.collection.count()
         except Exception as exc:
@@ -221,6 +233,12 @@ class VectorStore:
                 raise StoreError(f"the Chroma server at {settings.chroma_url} failed ({exc})", "check the server's log") from exc
             forget_client(settings.chroma_dir)
             raise damaged_store(settings, exc) from exc
+        if other is not None:  # the catalogue and the lexical index are shared: one embedder per data dir
+            raise EmbedderMismatch(
+                f"the store at {settings.data_dir} was built with embedder {other[1]!r} "
+                f"(PAPERCHAT_EMBEDDER={other[0]}), not {embedder.id!r} (PAPERCHAT_EMBEDDER={settings.embedder})",
+                "use the embedder it was built with, or point PAPERCHAT_DATA_DIR at a new folder and re-ingest",
+            )
         meta = self.collection.metadata or {}
         if meta.get("embedder") != embedder.id or int(meta.get("dim", -1)) != embedder.dim:
             raise EmbedderMismatch(
