@@ -1,7 +1,14 @@
-"""Shared fixtures: real MiniLM, real Chroma in tmp folders, real data from ../shared/data.
+"""Shared fixtures: real Chroma in tmp folders; the hashing embedder on the bundled demo corpus (fast layer);
+real MiniLM and real data from ../shared/data (slow layer).
 
-Tests that need ../shared/data fail (not skip) in CI when it is missing. A network guard fails any
-connection to a non-loopback address, so nothing in the suite phones home.
+Two layers. The fast one (`pytest -m "not slow"`, or `pytest --fast`) runs in seconds: store, ingestion,
+retrieval, citations, topics and UI handlers over the hashing embedder (`hashing_library`, `demo_library`).
+Everything else is marked `slow`: any test that uses the `minilm` fixture is marked here, and tests that
+start MiniLM in a subprocess, a browser, llama.cpp or a Chroma server carry the mark themselves. Tests that
+read ../shared/data are marked `shared_data` (any test using the `shared` fixture is marked here); they fail
+(not skip) in CI when it is missing. `pytest` with no option runs everything.
+
+A network guard fails any connection to a non-loopback address, so nothing in the suite phones home.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import pytest
 
 from paperchat.library import Library
 from paperchat.ports import free_port
-from paperchat.providers.embedders import MiniLMEmbedder
+from paperchat.providers.embedders import Embedder, HashingEmbedder, MiniLMEmbedder
 from paperchat.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +61,28 @@ def _guarded_connect(self: socket.socket, address: object) -> None:
 
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+
+
+# -- layers ----------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fast", action="store_true", help="run only the fast layer: deselect tests marked slow (as -m 'not slow')")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark by what a test uses (fixtures are resolved transitively): MiniLM -> slow, ../shared/data -> shared_data."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if "minilm" in used:
+            item.add_marker(pytest.mark.slow)
+        if "shared" in used:
+            item.add_marker(pytest.mark.shared_data)
+    if config.getoption("--fast"):
+        slow = [i for i in items if i.get_closest_marker("slow")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [i for i in items if not i.get_closest_marker("slow")]
 
 
 # -- shared data -----------------------------------------------------------------------------------
@@ -110,9 +139,10 @@ def five_pdfs(shared: Path) -> list[Path]:
 
 
 class CountingEmbedder:
-    """The real MiniLM, counting how many texts it embeds (to prove that re-ingest embeds nothing)."""
+    """A real embedder (MiniLM or hashing), counting how many texts it embeds (to prove that re-ingest
+    embeds nothing)."""
 
-    def __init__(self, inner: MiniLMEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.id = inner.id
         self.dim = inner.dim
@@ -138,6 +168,68 @@ def embedder(minilm: MiniLMEmbedder) -> CountingEmbedder:
 
 def make_settings(data_dir: Path, **kw: object) -> Settings:
     return Settings(data_dir=data_dir, **kw)  # type: ignore[arg-type]
+
+
+# -- the fast layer: hashing embedder, demo corpus, a four-page paper -------------------------------
+
+
+@pytest.fixture(scope="session")
+def hashing() -> HashingEmbedder:
+    return HashingEmbedder()
+
+
+@pytest.fixture
+def counted(hashing: HashingEmbedder) -> CountingEmbedder:
+    """The hashing embedder, counting what it embeds."""
+    return CountingEmbedder(hashing)
+
+
+def hashing_settings(data_dir: Path, **kw: object) -> Settings:
+    """Settings for a store in `data_dir` built with the hashing embedder."""
+    return make_settings(data_dir, embedder="hashing", **kw)
+
+
+@pytest.fixture
+def fast_settings(tmp_path: Path) -> Settings:
+    """Hashing-embedder Settings for an empty store in tmp_path."""
+    return hashing_settings(tmp_path / "store")
+
+
+@pytest.fixture
+def hashing_library(fast_settings: Settings, counted: CountingEmbedder) -> Iterator[Library]:
+    """An empty library in tmp_path over the (counting) hashing embedder."""
+    lib = Library(fast_settings, embedder=counted)  # type: ignore[arg-type]
+    yield lib
+    lib.close()
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory, hashing: HashingEmbedder) -> Path:
+    """A data dir with the bundled demo corpus (1,548 real abstracts) and the four-page paper of
+    tests/corpus.py, embedded by the hashing embedder; built once per session (copy before writing)."""
+    from paperchat.demo import ensure_demo
+    from paperchat.ingestion.pipeline import Ingester
+
+    from .corpus import write_paper
+
+    root = tmp_path_factory.mktemp("demo")
+    lib = Library(hashing_settings(root / "store"), embedder=hashing)
+    rep = ensure_demo(lib, show_progress=False)
+    assert rep is not None and not rep.failed, rep
+    rep = Ingester(lib).ingest_pdfs([write_paper(root / "paper.pdf")])
+    assert not rep.failed, rep.failed
+    lib.close()
+    return root / "store"
+
+
+@pytest.fixture
+def demo_library(demo_store: Path, tmp_path: Path, counted: CountingEmbedder) -> Iterator[Library]:
+    """A copy of `demo_store` in tmp_path, opened over the counting hashing embedder."""
+    copy = tmp_path / "demo"
+    shutil.copytree(demo_store, copy)
+    lib = Library(hashing_settings(copy), embedder=counted)  # type: ignore[arg-type]
+    yield lib
+    lib.close()
 
 
 @pytest.fixture

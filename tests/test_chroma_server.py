@@ -30,6 +30,8 @@ from paperchat.store import StoredChunk
 from paperchat.types import Chunk, Scope
 from tests.conftest import CountingEmbedder, free_port, make_settings
 
+pytestmark = pytest.mark.slow  # a Chroma server process per module
+
 
 
 

@@ -294,6 +294,7 @@ def test_writer_lock_waits_with_one_line(tmp_path: Path, capfd: pytest.CaptureFi
     assert (tmp_path / "ingest.lock").read_text().split()[1] == "9"
 
 
+@pytest.mark.slow  # five processes that each load MiniLM
 def test_concurrent_cli_ingests(tmp_path: Path, shared: Path) -> None:
     data = tmp_path / "store"
     lines = read_sample(5, step=1009)

@@ -82,6 +82,7 @@ def test_real_llama_server_streams_through_openai_client(server: object) -> None
     assert "".join(pieces).strip()
 
 
+@pytest.mark.slow
 def test_server_runs_without_extra_buffer_types(server: object) -> None:
     # with them on, llama.cpp repacks weights into CPU-specific layouts (AMX on Xeons, where generation
     # crashes); its log then names the preferred CPU_REPACK / AMX buffer type while loading the model

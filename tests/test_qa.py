@@ -196,7 +196,7 @@ def test_unknown_paper_is_a_clear_error(built_library: Library) -> None:
         QA(built_library).ask("x", Scope.for_paper("0000.00000"))
 
 
-def test_topic_answers_quote_what_each_paper_does() -> None:
+def test_topic_answers_quote_what_each_paper_does(shared: Path) -> None:
     """'What methods ...' over a topic: each paper's contribution sentence, not the opening sentence that
     restates the problem in the question's own words (real abstracts from the shared data)."""
     wanted = {"2505.17061", "2602.11824", "2606.29431"}

@@ -115,7 +115,7 @@ def test_atom_response() -> None:
     assert list(parse_atom("<html>", "x"))[0].reason.startswith("not a valid Atom")  # type: ignore[union-attr]
 
 
-def test_latex_in_titles_and_abstracts_is_shown_as_plain_text() -> None:
+def test_latex_in_titles_and_abstracts_is_shown_as_plain_text(shared: Path) -> None:
     from paperchat.tex import plain
 
     assert plain("AT$^2$PO: Agentic Turn-based Policy Optimization") == "AT²PO: Agentic Turn-based Policy Optimization"
