@@ -1,4 +1,5 @@
-"""The app: handlers on a real small store, and the launched app driven through gradio_client."""
+"""The app: handlers on the demo corpus (hashing embedder, fast), and the launched app over the MiniLM store
+driven through gradio_client (slow)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from paperchat.topics import momentum
 from paperchat.ui import handlers as h
 
 from .conftest import served_app
+from .corpus import PAPER_ID, PAPER_TITLE, write_paper
 
 
 @pytest.fixture
-def core(built_library: Library) -> h.Core:
-    return h.Core(built_library.settings, built_library, QA(built_library))
+def core(demo_library: Library) -> h.Core:
+    """The app's core over the demo corpus and the four-page paper (hashing embedder)."""
+    return h.Core(demo_library.settings, demo_library, QA(demo_library))
 
 
 def test_topics_overview_and_momentum(core: h.Core) -> None:
@@ -45,45 +48,62 @@ def test_momentum_hand_computed() -> None:
 
 
 def test_topic_papers_paging_and_filter(core: h.Core) -> None:
+    members = core.library.catalog.topic_papers("rag")
     html, total, pages = h.topic_papers(core, "rag", 1, "")
-    assert total == len(core.library.catalog.topic_papers("rag")) and html.count('class="pc-row"') == min(total, h.PAGE_SIZE)
-    html, n, _ = h.topic_papers(core, "rag", 1, "Retrieval-Augmented Generation for Knowledge-Intensive")
-    assert 1 <= n < total and "2005.11401" in html
+    assert total == len(members) > h.PAGE_SIZE and html.count('class="pc-row"') == h.PAGE_SIZE
+    assert pages == -(-total // h.PAGE_SIZE)
+    last, _, _ = h.topic_papers(core, "rag", pages, "")
+    assert last.count('class="pc-row"') == total - (pages - 1) * h.PAGE_SIZE
+    one = core.library.catalog.get(members[-1])
+    assert one is not None
+    html, n, _ = h.topic_papers(core, "rag", 1, one.title)
+    assert 1 <= n < total and one.id in html
 
 
 def test_follow_save_persist(core: h.Core) -> None:
     assert h.toggle_follow(core, "rag") is True
-    assert h.toggle_save(core, "2005.11401") is True
+    assert h.toggle_save(core, PAPER_ID) is True
     lib2 = Library(core.settings, embedder=core.library.embedder)  # a restart reads the same SQLite
-    assert lib2.catalog.followed() == ["rag"] and lib2.catalog.saved() == ["2005.11401"]
-    assert "2005.11401" in h.lists_html(core)
-    assert h.toggle_save(core, "2005.11401") is False
+    assert lib2.catalog.followed() == ["rag"] and lib2.catalog.saved() == [PAPER_ID]
+    lib2.close()
+    assert PAPER_ID in h.lists_html(core)
+    assert h.toggle_save(core, PAPER_ID) is False and h.toggle_follow(core, "rag") is False
+    assert core.library.catalog.saved() == [] and core.library.catalog.followed() == []
 
 
 def test_paper_view_escapes_content(core: h.Core) -> None:
-    core.library.catalog._conn.execute("UPDATE papers SET title='<img src=x onerror=alert(1)>' WHERE id='2004.04906'")
-    html = h.paper_view(core, "2004.04906")
+    core.library.catalog._conn.execute("UPDATE papers SET title='<img src=x onerror=alert(1)>' WHERE id=?", (PAPER_ID,))
+    html = h.paper_view(core, PAPER_ID)
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert "arxiv.org/abs/2004.04906" in html
+    assert f"arxiv.org/abs/{PAPER_ID}" in html
 
 
 def test_chat_stream_and_errors_in_words(core: h.Core) -> None:
-    out = list(h.chat_stream(core, "How are negative passages chosen?", "paper", "2004.04906", []))
+    out = list(h.chat_stream(core, "How are negative passages chosen when training the encoders?", "paper", PAPER_ID, []))
+    assert len(out) > 2  # streamed: pieces before the final message
     msgs, sources = out[-1]
-    assert msgs[-1]["role"] == "assistant" and "](#paper/2004.04906" in msgs[-1]["content"]
+    assert msgs[-1]["role"] == "assistant" and f"](#paper/{PAPER_ID}" in msgs[-1]["content"] and "BM25" in msgs[-1]["content"]
     assert "Sources" in sources and "support" in sources
     msgs, _ = list(h.chat_stream(core, "x", "paper", "9999.99999", []))[-1]
     assert "not in the library" in msgs[-1]["content"] and "Traceback" not in msgs[-1]["content"]
+    msgs, sources = list(h.chat_stream(core, "Which papers study knowledge conflicts in retrieval-augmented generation?", "topic", "rag", []))[-1]
+    topic = set(core.library.catalog.topic_papers("rag"))
+    cited = {m.split(")")[0] for m in msgs[-1]["content"].split("](#paper/")[1:]}
+    assert cited and cited <= topic
 
 
-def test_upload_by_hash_and_type_check(core: h.Core, five_pdfs: list[Path], tmp_path: Path) -> None:
-    pid, msg = h.upload_pdf(core, str(five_pdfs[2]))
-    assert pid == "2302.07302" and "Already in the library" in msg  # same bytes: instant
+def test_upload_by_hash_and_type_check(core: h.Core, tmp_path: Path) -> None:
+    pid, msg = h.upload_pdf(core, str(write_paper(tmp_path / "again.pdf")))
+    assert pid == PAPER_ID and msg == f"Already in the library: {PAPER_TITLE}"  # same bytes: instant
     fake = tmp_path / "evil.pdf"
     fake.write_text("<html>not a pdf</html>")
     pid, msg = h.upload_pdf(core, str(fake))
-    assert pid is None and "not a PDF" in msg or "HTML" in msg
-
+    assert pid is None and "the file is an HTML page (no %PDF header)" in msg
+    junk = tmp_path / "junk.pdf"
+    junk.write_bytes(b"GIF89a not a PDF at all")
+    pid, msg = h.upload_pdf(core, str(junk))
+    assert pid is None and "the file is not a PDF (no %PDF header)" in msg
+    assert not core.settings.uploads_dir.exists() or all(p.read_bytes().startswith(b"%PDF") for p in core.settings.uploads_dir.iterdir())
 
 
 
@@ -105,9 +125,9 @@ def test_latest_report(tmp_path: Path) -> None:
 
 
 def test_arxiv_download_offline_says_so(core: h.Core) -> None:
-    pid = next(p for p in core.library.catalog.topic_papers("rag") if not core.library.catalog.get(p).pdf_path)
+    pid = next(p for p in core.library.catalog.topic_papers("rag") if not core.library.catalog.get(p).pdf_path)  # type: ignore[union-attr]
     got, msg = h.download_arxiv_pdf(core, pid)
     assert got is None and "offline" in msg and "upload" in msg  # the network guard refuses arxiv.org
-    assert core.library.catalog.get(pid).pdf_path is None
-    got, msg = h.download_arxiv_pdf(core, "2005.11401")  # PDF already ingested
-    assert got == "2005.11401" and "already" in msg
+    assert core.library.catalog.get(pid).pdf_path is None  # type: ignore[union-attr]
+    got, msg = h.download_arxiv_pdf(core, PAPER_ID)  # PDF already ingested
+    assert got == PAPER_ID and "already" in msg
