@@ -206,17 +206,18 @@ def hashing_library(fast_settings: Settings, counted: CountingEmbedder) -> Itera
 @pytest.fixture(scope="session")
 def demo_store(tmp_path_factory: pytest.TempPathFactory, hashing: HashingEmbedder) -> Path:
     """A data dir with the bundled demo corpus (1,548 real abstracts) and the four-page paper of
-    tests/corpus.py, embedded by the hashing embedder; built once per session (copy before writing)."""
+    tests/corpus.py (with its metadata sidecar: a "rag" paper), embedded by the hashing embedder; built once
+    per session (copy before writing)."""
     from paperchat.demo import ensure_demo
     from paperchat.ingestion.pipeline import Ingester
 
-    from .corpus import write_paper
+    from .corpus import write_paper_folder
 
     root = tmp_path_factory.mktemp("demo")
     lib = Library(hashing_settings(root / "store"), embedder=hashing)
     rep = ensure_demo(lib, show_progress=False)
     assert rep is not None and not rep.failed, rep
-    rep = Ingester(lib).ingest_pdfs([write_paper(root / "paper.pdf")])
+    rep = Ingester(lib).ingest_pdfs([write_paper_folder(root / "paper")])
     assert not rep.failed, rep.failed
     lib.close()
     return root / "store"

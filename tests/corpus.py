@@ -6,12 +6,22 @@ real PDF that pypdf parses like any other. Nothing here needs MiniLM or ../share
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 from .pdfmaker import make_pdf
 
+DEMO_RECORDS = Path(__file__).resolve().parents[1] / "ingest" / "demo" / "abstracts.jsonl.gz"
+
 PAPER_ID = "2401.09999"
 PAPER_TITLE = "Hard Negatives for Dense Passage Retrieval over Scientific Papers"
+PAPER_DATE = "2026-06-15"  # inside the demo corpus's weeks
+PAPER_ABSTRACT = (
+    "We study dense passage retrieval for questions about scientific papers and show that negative passages "
+    "mined with BM25 matter more than the size of the encoder. Better retrievers make retrieval-augmented "
+    "generation over papers more accurate."
+)
 
 # page number -> text; each page states facts that one question below asks about
 PAPER_PAGES = [
@@ -45,3 +55,21 @@ PAPER_QUESTIONS = [
 def write_paper(path: Path) -> Path:
     """The four-page paper as a real PDF at `path` (its first page carries the arXiv stamp)."""
     return make_pdf(path, PAPER_PAGES, title=PAPER_TITLE)
+
+
+def write_paper_folder(folder: Path) -> Path:
+    """A folder with the paper's PDF and a metadata.json sidecar (title, authors, abstract, date), as the
+    shared PDFs come; with its abstract the paper is a member of the "rag" topic."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_paper(folder / "paper.pdf")
+    meta = [{"file": "paper.pdf", "arxiv_id": PAPER_ID, "title": PAPER_TITLE, "authors": ["Ada Lovelace", "Charles Babbage"],
+             "abstract": PAPER_ABSTRACT, "version_date": PAPER_DATE}]
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return folder
+
+
+def demo_lines(n: int, start: int = 0) -> list[str]:
+    """The raw JSONL lines of n records of the bundled demo corpus, from record `start` on."""
+    with gzip.open(DEMO_RECORDS, "rt", encoding="utf-8") as fh:
+        lines = [line for i, line in enumerate(fh) if start <= i < start + n]
+    return lines

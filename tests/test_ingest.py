@@ -1,3 +1,6 @@
+"""Ingestion into the store: counts, scopes, idempotence, replacement, removal, the embedder guard and
+topic-rule changes, on the demo corpus with the hashing embedder (fast); the CLI's exit codes and JSON."""
+
 from __future__ import annotations
 
 import json
@@ -8,136 +11,139 @@ from pathlib import Path
 
 import pytest
 
-from paperchat import doctor
 from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.store import StoredChunk
+from paperchat.providers.embedders import HashingEmbedder
 
-from .conftest import ROOT, CountingEmbedder, jsonl, make_settings, read_sample
+from .conftest import ROOT, CountingEmbedder, hashing_settings, jsonl, make_settings
+from .corpus import PAPER_ID, PAPER_PAGES, demo_lines, write_paper, write_paper_folder
+
+DEMO_PAPERS = 1548
 
 
 def _ids(lib: Library) -> list[str]:
     return lib.store.all_ids()
 
 
-def _stored(lib: Library) -> list[StoredChunk]:
-    return [c for batch in lib.store.iter_all(texts=False) for c in batch.chunks]
+def _papers_in_topic_scope(lib: Library, slug: str) -> set[str]:
+    """The papers of the chunks the store flags as members of `slug`."""
+    return {c.paper_id for c in lib.store.get_chunks(lib.store.ids_in_topic(slug)).values()}
 
 
-def test_built_store_counts_and_scopes(built_library: Library) -> None:
-    lib = built_library
+def test_store_counts_and_scopes(demo_library: Library) -> None:
+    lib = demo_library
     ids = _ids(lib)
-    assert len(ids) == len(set(ids)) == lib.store.count()
-    assert lib.catalog.count() >= 300
-    # PDF chunks are linked to their paper and carry pages; the RAG paper is in the rag topic
-    rag = lib.catalog.get("2005.11401")
-    assert rag is not None and rag.pdf_path and "rag" in rag.topics
-    stored = _stored(lib)
-    pages = [c for c in stored if c.paper_id == "2005.11401" and c.kind == "pdf"]
-    assert pages and all(c.page and c.page >= 1 for c in pages)
-    assert all("rag" in c.topics for c in pages)
-    assert sorted(c.id for c in pages) == sorted(lib.store.ids_of_paper("2005.11401", "pdf"))
-    # topic scope = exactly the chunks of the topic's papers
-    members = set(lib.catalog.topic_papers("rag"))
-    in_scope = lib.store.get_chunks(lib.store.ids_in_topic("rag"))
-    assert {c.paper_id for c in in_scope.values()} == members
-    assert set(in_scope) == {c.id for c in stored if "rag" in c.topics}
+    assert len(ids) == len(set(ids)) == lib.store.count() == DEMO_PAPERS + len(PAPER_PAGES) + 1  # + the paper's abstract
+    assert lib.catalog.count() == DEMO_PAPERS + 1 and not lib.check()
+    # PDF chunks are linked to their paper and carry pages; the sidecar's abstract puts the paper in "rag"
+    paper = lib.catalog.get(PAPER_ID)
+    assert paper is not None and paper.pdf_path and "rag" in paper.topics and paper.authors == ["Ada Lovelace", "Charles Babbage"]
+    chunks = lib.store.get_chunks(lib.store.ids_of_paper(PAPER_ID)).values()
+    assert sorted(c.page for c in chunks if c.kind == "pdf") == [1, 2, 3, 4]  # type: ignore[type-var]
+    assert PAPER_PAGES[1][:40] in next(c.text for c in chunks if c.page == 2)
+    # topic scope = exactly the chunks of the topic's papers, for every topic
+    for t in lib.topics.topics:
+        assert _papers_in_topic_scope(lib, t.slug) == set(lib.catalog.topic_papers(t.slug)), t.slug
     # the lexical index agrees with the store
-    lex = lib.ready_lexical()
-    assert sorted(lex.ids) == sorted(ids)
+    assert sorted(lib.ready_lexical().ids) == sorted(ids)
 
 
-def test_reingest_embeds_nothing(built_library: Library, embedder: CountingEmbedder, sample_jsonl: Path, five_pdfs: list[Path]) -> None:
-    ing = Ingester(built_library)
-    before = built_library.store.count()
-    rep = ing.ingest_records(read_records(sample_jsonl))
-    rep2 = ing.ingest_pdfs(five_pdfs)
-    assert embedder.embedded == 0
+def test_reingest_embeds_nothing(demo_library: Library, counted: CountingEmbedder, tmp_path: Path) -> None:
+    from paperchat.demo import DEMO_DIR
+
+    ing = Ingester(demo_library)
+    before = demo_library.store.count()
+    rep = ing.ingest_records(read_records(DEMO_DIR / "abstracts.jsonl.gz"))
+    rep2 = ing.ingest_pdfs([write_paper_folder(tmp_path / "again")])
+    assert counted.embedded == 0
     assert rep.chunks_added == rep2.chunks_added == 0
-    assert rep.chunks_skipped == 300 and rep2.papers == 5
-    assert built_library.store.count() == before
+    assert rep.chunks_skipped == DEMO_PAPERS and rep2.papers == 1 and "unchanged" in rep2.stored[0][1]
+    assert demo_library.store.count() == before
 
 
-def test_changed_text_replaces_old_chunk(built_library: Library, embedder: CountingEmbedder, tmp_path: Path) -> None:
-    rec = json.loads(read_sample(1)[0])
+def test_changed_text_replaces_old_chunk(demo_library: Library, counted: CountingEmbedder, tmp_path: Path) -> None:
+    rec = json.loads(demo_lines(1, start=7)[0])
     rec["abstract"] += " We also release code."
     path = tmp_path / "changed.jsonl"
     path.write_text(jsonl([rec]))
-    before = built_library.store.count()
-    rep = Ingester(built_library).ingest_records(read_records(path))
-    assert rep.chunks_added == 1 and rep.chunks_removed == 1 and embedder.embedded == 1
-    assert built_library.store.count() == before
-    docs = [c.text for c in built_library.store.get_chunks(built_library.store.ids_of_paper(rec["id"])).values()]
-    assert len(docs) == 1 and docs[0].endswith("We also release code.")
+    before = demo_library.store.count()
+    rep = Ingester(demo_library).ingest_records(read_records(path))
+    assert rep.chunks_added == 1 and rep.chunks_removed == 1 and counted.embedded == 1
+    assert demo_library.store.count() == before
+    (chunk,) = demo_library.store.get_chunks(demo_library.store.ids_of_paper(rec["id"])).values()
+    assert chunk.text.endswith("We also release code.")
+    assert chunk.id in set(demo_library.ready_lexical().ids)
 
 
-def test_remove_paper(built_library: Library) -> None:
-    n = Ingester(built_library).remove_paper("2005.11401")
-    assert n > 10
-    assert built_library.catalog.get("2005.11401") is None
-    assert not built_library.store.ids_of_paper("2005.11401")
-    assert "2005.11401" not in set(built_library.ready_lexical().paper_ids)
+def test_remove_paper(demo_library: Library) -> None:
+    n = Ingester(demo_library).remove_paper(PAPER_ID)
+    assert n == len(PAPER_PAGES) + 1
+    assert demo_library.catalog.get(PAPER_ID) is None
+    assert not demo_library.store.ids_of_paper(PAPER_ID)
+    assert PAPER_ID not in set(demo_library.ready_lexical().paper_ids)
+    assert Ingester(demo_library).remove_paper(PAPER_ID) == -1  # unknown now
 
 
-def test_bad_pdf_leaves_store_unchanged(built_library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+def test_bad_pdf_leaves_store_unchanged(demo_library: Library, tmp_path: Path) -> None:
+    good = write_paper(tmp_path / "good.pdf")
     bad = tmp_path / "bad.pdf"
-    bad.write_bytes(five_pdfs[0].read_bytes()[:5000])
-    before = sorted(_ids(built_library))
-    rep = Ingester(built_library).ingest_pdfs([bad, five_pdfs[0]])
+    bad.write_bytes(good.read_bytes()[:700])
+    before = sorted(_ids(demo_library))
+    rep = Ingester(demo_library).ingest_pdfs([bad, good])
     assert rep.exit_code == 1 and len(rep.failed) == 1 and rep.failed[0].source == str(bad)
-    assert sorted(_ids(built_library)) == before
+    assert sorted(_ids(demo_library)) == before  # the good one is the demo's paper: unchanged
 
 
-def test_other_embedder_is_refused(built_store: Path, tmp_path: Path, embedder: CountingEmbedder) -> None:
-    class Other(CountingEmbedder):
-        pass
-
-    other = Other(embedder.inner)
+def test_other_embedder_is_refused(demo_store: Path, hashing: HashingEmbedder, tmp_path: Path) -> None:
+    other = CountingEmbedder(hashing)
     other.id = "some/other-model"
     with pytest.raises(EmbedderMismatch) as exc:
-        Library(make_settings(built_store), embedder=other)  # type: ignore[arg-type]
+        Library(hashing_settings(demo_store), embedder=other)  # type: ignore[arg-type]
     assert "built with embedder" in str(exc.value)
+    # chosen by name: a hashing store opened as MiniLM (nothing is embedded, so MiniLM never loads)
+    with pytest.raises(EmbedderMismatch, match="PAPERCHAT_EMBEDDER=hashing"):
+        Library(make_settings(demo_store, embedder="minilm"))
 
 
 def test_topic_rules_change_updates_metadata_only(
-    built_library: Library, embedder: CountingEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    demo_library: Library, counted: CountingEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     topics = tmp_path / "topics.toml"
     topics.write_text('[[topic]]\nslug = "transformers"\nname = "T"\ndescription = "d"\nany = ["transformer*"]\n')
-    settings = built_library.settings.model_copy(update={"topics_file": topics})
-    rag_before = sorted(built_library.store.ids_in_topic("rag"))
-    built_library.close()
-    lib = Library(settings, embedder=embedder)
-    # opening writes nothing: one line says the membership is out of date and what syncs it
-    assert lib.topics_out_of_date() and sorted(lib.store.ids_in_topic("rag")) == rag_before
-    told = [r.getMessage() for r in caplog.records if "out of date" in r.getMessage()]
-    assert len(told) == 1 and "paperchat doctor --repair" in told[0]
-    assert "topic membership is out of date" in " ".join(doctor.check(settings, embedder).problems)  # type: ignore[arg-type]
-    synced = lib.sync_topics()
-    assert synced.synced and synced.papers == lib.catalog.count() and synced.chunks == lib.store.count()
-    assert synced.counts["rag"][1] == 0 and synced.counts["transformers"][0] == 0
-    assert not lib.topics_out_of_date() and not lib.sync_topics().synced
-    assert embedder.embedded == 0
-    members = set(lib.catalog.topic_papers("transformers"))
-    assert "1706.03762" in members and lib.catalog.topic_papers("rag") == []
-    flagged = lib.store.get_chunks(lib.store.ids_in_topic("transformers"))
-    assert {c.paper_id for c in flagged.values()} == members
-    assert not lib.store.ids_in_topic("rag")
-    lib.close()
+    settings = demo_library.settings.model_copy(update={"topics_file": topics})
+    vectors = demo_library.ready_lexical().vectors.copy()  # type: ignore[union-attr]
+    rag_before = sorted(demo_library.store.ids_in_topic("rag"))
+    demo_library.close()
+    lib = Library(settings, embedder=counted)  # type: ignore[arg-type]
+    try:
+        # opening writes nothing: one line says the membership is out of date and what syncs it
+        assert lib.topics_out_of_date() and sorted(lib.store.ids_in_topic("rag")) == rag_before
+        assert [r.getMessage() for r in caplog.records if "out of date" in r.getMessage()]
+        synced = lib.sync_topics()
+        assert synced.synced and synced.papers == DEMO_PAPERS + 1 and synced.chunks == lib.store.count()
+        assert not lib.topics_out_of_date() and not lib.sync_topics().synced
+        assert counted.embedded == 0
+        members = set(lib.catalog.topic_papers("transformers"))
+        assert 10 < len(members) < DEMO_PAPERS and lib.catalog.topic_papers("rag") == []
+        assert _papers_in_topic_scope(lib, "transformers") == members
+        assert not lib.store.ids_in_topic("rag")
+        assert (lib.ready_lexical().vectors == vectors).all()  # type: ignore[union-attr]  # the same vectors
+    finally:
+        lib.close()
 
 
 def _cli(args: list[str], data_dir: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir), "PAPERCHAT_EMBEDDER": "hashing"}
     return subprocess.run([sys.executable, "-m", "paperchat.cli", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 
-def test_cli_exit_codes_and_json(tmp_path: Path, shared: Path) -> None:
+def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
-    good.write_text("".join(read_sample(5)))
+    good.write_text("".join(demo_lines(5)))
     mixed = tmp_path / "mixed.jsonl"
-    mixed.write_text("".join(read_sample(5)) + "{not json\n")
+    mixed.write_text("".join(demo_lines(5)) + "{not json\n")
     allbad = tmp_path / "bad.jsonl"
     allbad.write_text("{not json\n")
     d = tmp_path / "store"
