@@ -1,0 +1,112 @@
+"""Retrieval and QA on the demo corpus with the hashing embedder (fast): scopes, date windows, diversity,
+both dense backends, abstention and checked citations. The MiniLM versions of the quality checks (page hit
+on real papers, reranking by meaning) are in test_qa.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from paperchat.errors import ConfigError, NotFound
+from paperchat.library import Library
+from paperchat.prompts import CANNOT_ANSWER
+from paperchat.qa import QA
+from paperchat.retrieval import Retriever
+from paperchat.types import Scope
+
+from .corpus import PAPER_ID, PAPER_QUESTIONS
+
+TOPIC_QUESTIONS = [
+    ("rag", "How do retrieval-augmented models handle knowledge conflicts?"),
+    ("llm-safety", "Which jailbreak attacks bypass the safety alignment of language models?"),
+    ("llm-reasoning", "How can long chain-of-thought reasoning be made shorter?"),
+]
+
+
+def test_paper_questions_find_their_page(demo_library: Library) -> None:
+    retr = Retriever(demo_library)
+    for question, page, _words in PAPER_QUESTIONS:
+        hits = retr.search(question, Scope.for_paper(PAPER_ID), k=3)
+        assert hits and all(h.chunk.paper_id == PAPER_ID for h in hits)
+        assert hits[0].chunk.page == page, (question, [h.chunk.page for h in hits])
+        assert [h.rank for h in hits] == [1, 2, 3] and hits[0].score >= hits[1].score >= hits[2].score
+
+
+def test_topic_scope_date_window_and_diversity(demo_library: Library) -> None:
+    retr = Retriever(demo_library)
+    for slug, question in TOPIC_QUESTIONS:
+        members = set(demo_library.catalog.topic_papers(slug))
+        hits = retr.search(question, Scope.for_topic(slug), k=8)
+        assert len(hits) == 8 and {h.chunk.paper_id for h in hits} <= members, slug
+        per_paper: dict[str, int] = {}
+        for h in hits:
+            per_paper[h.chunk.paper_id] = per_paper.get(h.chunk.paper_id, 0) + 1
+        assert max(per_paper.values()) <= demo_library.settings.retrieval.max_per_paper
+        assert all(h.dense is not None for h in hits)
+    since, until = dt.date(2026, 1, 1), dt.date(2026, 3, 31)
+    window = retr.search("retrieval augmented generation", Scope.for_topic("rag", since=since, until=until), k=8)
+    dates = demo_library.catalog.get_many(h.chunk.paper_id for h in window)
+    assert window and all(since <= dates[h.chunk.paper_id].date <= until for h in window)  # type: ignore[operator]
+
+
+def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:
+    hits = Retriever(demo_library).search("hard negatives mined with BM25 for a dual encoder", Scope(kind="all"), k=5)
+    assert hits[0].chunk.paper_id == PAPER_ID
+
+
+@pytest.mark.parametrize("scope", [Scope.for_topic("rag"), Scope.for_paper(PAPER_ID), Scope(kind="all")], ids=["topic", "paper", "all"])
+def test_chroma_dense_backend_finds_the_same_hits(demo_library: Library, scope: Scope) -> None:
+    """dense_backend="chroma" (Chroma's HNSW with a metadata filter) and "memory" (exact cosine over the
+    snapshot's vectors) rank the same chunks on a store this small."""
+    # feedback off: it moves only the in-memory dense query toward BM25's best chunks (topic questions)
+    params = demo_library.settings.retrieval.model_copy(update={"feedback_chunks": 0})
+    memory = Retriever(demo_library, params)
+    chroma = Retriever(demo_library, params.model_copy(update={"dense_backend": "chroma"}))
+    assert memory.params.dense_backend == "memory"
+    questions = [q for _, q in TOPIC_QUESTIONS] + [q for q, _, _ in PAPER_QUESTIONS]
+    for question in questions:
+        want = memory.search(question, scope, k=5, mode="dense")
+        got = chroma.search(question, scope, k=5, mode="dense")
+        assert want and [h.chunk.id for h in got] == [h.chunk.id for h in want], question
+        assert [h.dense for h in got] == pytest.approx([h.dense for h in want], abs=1e-4)
+        # fused with BM25 over 100 candidates each: HNSW is approximate deep in that list (measured: 96 of
+        # the 100 over the whole library), which may move one fused rank, never the best hit
+        want = memory.search(question, scope, k=5)
+        got = chroma.search(question, scope, k=5)
+        assert got[0].chunk.id == want[0].chunk.id, question
+        assert len({h.chunk.id for h in got} & {h.chunk.id for h in want}) >= 4, question
+
+
+def test_answers_quote_their_cited_sources(demo_library: Library) -> None:
+    qa = QA(demo_library)
+    for question, page, words in PAPER_QUESTIONS:
+        ans = qa.ask(question, Scope.for_paper(PAPER_ID))
+        assert not ans.abstained and ans.citations and not ans.dropped_citations and not ans.uncited
+        assert words in ans.answer, (question, ans.answer)
+        by_n = {s.n: s for s in ans.sources}
+        quotes = re.findall(r'"(.+?)" \[(\d+)\]', ans.answer)
+        assert quotes and all(quote in by_n[int(n)].text for quote, n in quotes)  # verbatim
+        assert by_n[ans.citations[0].n].page == page
+        assert all(c.support > 0.9 for c in ans.citations) and ans.timings_ms["retrieve"] > 0
+    topic = qa.ask(TOPIC_QUESTIONS[0][1], Scope.for_topic("rag"))
+    assert topic.citations and {c.paper_id for c in topic.citations} <= set(demo_library.catalog.topic_papers("rag"))
+    assert topic.coverage and topic.coverage.startswith(f"drew on {len({c.paper_id for c in topic.citations})} of ")
+
+
+def test_abstains_when_nothing_is_relevant(demo_library: Library) -> None:
+    ans = QA(demo_library).ask("What is the best recipe for sourdough bread with rye flour?", Scope.for_paper(PAPER_ID))
+    assert ans.abstained and ans.answer.startswith(CANNOT_ANSWER) and not ans.citations
+    assert "sourdough" in ans.answer  # says what was searched
+
+
+def test_followup_and_unknown_scopes(demo_library: Library) -> None:
+    qa = QA(demo_library)
+    ans = qa.ask("Which datasets did they use?", Scope.for_paper(PAPER_ID), history=["How is the dense retriever trained with hard negatives?"])
+    assert ans.rewritten and ans.query.startswith("Which datasets did they use?") and "retriever" in ans.query
+    assert ans.citations and not ans.abstained
+    with pytest.raises(NotFound):
+        qa.ask("x", Scope.for_paper("0000.00000"))
+    with pytest.raises(ConfigError, match="unknown topic 'no-such-topic'"):
+        qa.ask("x", Scope.for_topic("no-such-topic"))
