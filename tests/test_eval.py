@@ -46,6 +46,47 @@ def test_malformed_set_lines_are_reported(tmp_path: Path) -> None:
     assert "malformed JSON" in bad[0].reason and "needs 'pdf'" in bad[1].reason and "duplicate" in bad[3].reason
 
 
+def _results(folder: Path, summary: dict[str, object], correct: dict[str, float]) -> Path:
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "results.jsonl").write_text("".join(json.dumps({"id": q, "metrics": {"answer.correct": c}}) + "\n" for q, c in correct.items()))
+    return folder
+
+
+def test_compare_hand_computed(tmp_path: Path) -> None:
+    base = _results(tmp_path / "a", {"retrieval": {"mrr": 0.5, "recall@10": None}, "answer": {"accuracy": 0.5}}, {"q1": 1.0, "q2": 0.0, "q3": 1.0})
+    new = _results(tmp_path / "b", {"retrieval": {"mrr": 0.75, "recall@10": None}, "answer": {"accuracy": 0.25}}, {"q1": 0.0, "q2": 1.0, "q3": 1.0, "q4": 0.0})
+    text, code = compare(base, new, {"retrieval.mrr": 0.7})
+    assert code == 0
+    assert "| retrieval.mrr | 0.5 | 0.75 | +0.2500 |" in text and "| answer.accuracy | 0.5 | 0.25 | -0.2500 |" in text
+    assert "recall@10" not in text  # a metric that applies to no question is not a row
+    assert "2 questions changed:\n- q1: correct 1.0 -> 0.0\n- q2: correct 0.0 -> 1.0" in text  # q4 is new, not changed
+    text, code = compare(base, new, {"answer.accuracy": 0.3, "retrieval.recall@10": 0.1})
+    assert code == 1
+    assert "FAIL: answer.accuracy = 0.25 is under 0.3" in text and "FAIL: retrieval.recall@10 = None is under 0.1" in text
+
+
+def test_demo_set_run_report_and_gate(demo_library: Library, tmp_path: Path) -> None:
+    """The project's demo question set over the demo corpus (hashing embedder): a run, its report, and the
+    CLI's gate between it and a run that refuses every question."""
+    settings = demo_library.settings
+    demo_library.close()
+    qset = ROOT / "eval" / "demo_questions.jsonl"
+    summary = run([qset], settings, None, tmp_path / "base")
+    assert summary["n"] == 8 and summary["run"]["sets_sha256"]["demo_questions.jsonl"] == load_set(qset)[2]
+    assert summary["retrieval"]["recall@10"] == 1.0 and summary["retrieval"]["mrr"] == 1.0  # measured: every known item first
+    assert summary["citations"]["validity"] == 1.0 and summary["run"]["answerer"] == "extractive"
+    md, page = write_report(tmp_path / "base")
+    assert "Worst questions" in md.read_text() and "<svg" in page.read_text()
+    refusing = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"abstain_below": 1.01})})
+    refused = run([qset], refusing, None, tmp_path / "refused")
+    assert refused["retrieval"] == summary["retrieval"] and refused["citations"]["validity"] is None
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir), "PAPERCHAT_EMBEDDER": "hashing"}
+    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "eval", "compare", str(tmp_path / "base"), str(tmp_path / "refused"),
+                        "--fail-under", "retrieval.mrr=1.0", "--fail-under", "citations.validity=1.0"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert r.returncode == 1 and "FAIL: citations.validity = None is under 1.0" in r.stdout and "FAIL: retrieval.mrr" not in r.stdout, r.stdout + r.stderr
+
+
 def test_run_end_to_end_and_compare(built_library: Library, tmp_path: Path) -> None:
     rows = [json.loads(line) for line in open(SHARED / "eval" / "askpdf_dev.jsonl", encoding="utf-8")]
     mine = [r for r in rows if r["pdf"] in ("rag/2004.04906.pdf", "rag/2005.11401.pdf")]
@@ -64,14 +105,26 @@ def test_run_end_to_end_and_compare(built_library: Library, tmp_path: Path) -> N
     assert len(lines) == len(mine) and all("metrics" in json.loads(line) for line in lines)
     md, page = write_report(out)
     assert "Worst questions" in md.read_text() and "<svg" in page.read_text()
-    text, code = compare(out, out, {"retrieval.page_hit@5": 0.0})
-    assert code == 0 and "0 questions changed" in text
-    _, code = compare(out, out, {"retrieval.page_hit@5": 1.01})
+    # a second run that refuses every question: compare names each question whose answer changed
+    refusing = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"abstain_below": 1.01})})
+    out2 = tmp_path / "run2"
+    summary2 = run([qset], refusing, SHARED, out2)
+    assert summary2["retrieval"] == summary["retrieval"] and summary2["citations"]["validity"] is None  # same hits, no answers
+    before = {r["id"]: r["metrics"]["answer.correct"] for r in map(json.loads, lines)}
+    after = {r["id"]: r["metrics"]["answer.correct"] for r in map(json.loads, (out2 / "results.jsonl").read_text().splitlines())}
+    changed = [q for q in before if before[q] != after[q]]
+    assert any(before[q] == 1.0 and after[q] == 0.0 for q in changed)  # answered right before, refused now
+    text, code = compare(out, out2, {"retrieval.page_hit@5": summary["retrieval"]["page_hit@5"]})
+    assert code == 0 and f"{len(changed)} questions changed" in text
+    assert all(f"- {q}: correct {before[q]} -> {after[q]}" in text for q in changed)
+    accuracy, accuracy2 = summary["answer"]["accuracy"], summary2["answer"]["accuracy"]
+    assert accuracy2 < accuracy and f"| answer.accuracy | {accuracy} | {accuracy2} | {accuracy2 - accuracy:+.4f} |" in text
+    _, code = compare(out, out2, {"answer.accuracy": accuracy})
     assert code == 1
     # the CLI gates the same way
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir)}
-    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "eval", "compare", str(out), str(out), "--fail-under", "answer.accuracy=1.01"], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert r.returncode == 1 and "FAIL: answer.accuracy" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "eval", "compare", str(out), str(out2), "--fail-under", f"answer.accuracy={accuracy}"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 1 and f"FAIL: answer.accuracy = {accuracy2} is under {accuracy}" in r.stdout
 
 
 def test_abstention_sweep_hand_computed() -> None:
