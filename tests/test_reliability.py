@@ -34,6 +34,7 @@ from paperchat.text import clean_text
 from paperchat.types import Page, Scope
 from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
 from tests.fake_llm import FakeLLM
+from tests.corpus import PAPER_ID, PAPER_PAGES, PAPER_TITLE, demo_lines, write_paper
 from tests.pdfmaker import blank_pdf, make_pdf
 
 # -- a corpus of broken PDFs -----------------------------------------------------------------------
@@ -73,7 +74,9 @@ def broken_pdfs(real: Path, tmp: Path) -> dict[str, tuple[Path, str | None]]:
     return out
 
 
-def test_broken_pdf_corpus_in_one_batch(library: Library, five_pdfs: list[Path], tmp_path: Path) -> None:
+@pytest.mark.slow  # parses a 3,000-page file
+def test_broken_pdf_corpus_in_one_batch(hashing_library: Library, five_pdfs: list[Path], tmp_path: Path) -> None:
+    library = hashing_library
     real = five_pdfs[2]  # 2302.07302: a real 10-page paper
     good = five_pdfs[0]
     corpus = broken_pdfs(real, tmp_path)
@@ -97,7 +100,9 @@ def test_broken_pdf_corpus_in_one_batch(library: Library, five_pdfs: list[Path],
     assert len(ids) == len(set(ids))
 
 
-def test_parser_time_limit_stops_a_slow_file(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+@pytest.mark.slow  # a 4 s parser limit by design
+def test_parser_time_limit_stops_a_slow_file(hashing_library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+    library = hashing_library
     # about 8 s of parsing on a quiet machine; a real 19-page paper takes about 0.6 s, so a 4 s limit
     # separates them with room for a loaded machine
     slow = make_pdf(tmp_path / "slow.pdf", [f"Page {i}: " + "words of a long book " * 30 for i in range(6000)])
@@ -112,20 +117,28 @@ def test_parser_time_limit_stops_a_slow_file(library: Library, tmp_path: Path, f
     assert rep.papers == 1  # the next file was still ingested
 
 
-def test_bad_metadata_sidecars(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
+def test_bad_metadata_sidecars(hashing_library: Library, tmp_path: Path) -> None:
+    outcomes = []
     for name, body in (("bad-utf8", b'[{"file": "p.pdf", "title": "\xff\xfe bad"}]'), ("bad-json", b'[{"file": "p.pdf", "title": ')):
         folder = tmp_path / name
         folder.mkdir()
-        (folder / "p.pdf").write_bytes(five_pdfs[2].read_bytes())
+        write_paper(folder / "p.pdf")
         (folder / "metadata.json").write_bytes(body)
-        rep = Ingester(library).ingest_pdfs([folder])
-        assert rep.papers == 1 or rep.papers_skipped == 1  # the PDF is still read from its own text
+        rep = Ingester(hashing_library).ingest_pdfs([folder])
+        # the PDF is still read from its own text (its arXiv stamp and title), the sidecar reported
+        assert rep.papers == 1 and rep.paper_ids == [PAPER_ID] and rep.exit_code == 1, rep.to_json()
         (why,) = [f.reason for f in rep.failed if f.source.endswith("metadata.json")]
         assert ("not UTF-8" if name == "bad-utf8" else "malformed JSON") in why
+        (stored,) = rep.stored
+        outcomes.append(stored[1])
+    assert outcomes[0].startswith(f"stored as {PAPER_ID}") and "unchanged" in outcomes[1], outcomes  # same bytes twice
+    paper = hashing_library.catalog.get(PAPER_ID)
+    assert paper is not None and paper.title == PAPER_TITLE and hashing_library.store.count() == len(PAPER_PAGES)
 
 
-def test_bad_records_in_one_batch(library: Library, tmp_path: Path, shared: Path) -> None:
-    real = [json.loads(line) for line in read_sample(3)]
+def test_bad_records_in_one_batch(hashing_library: Library, tmp_path: Path) -> None:
+    library = hashing_library
+    real = [json.loads(line) for line in demo_lines(3)]
     lines = [json.dumps(real[0]), "{not json", json.dumps({**real[1], "abstract": ""}), json.dumps(real[0]),
              json.dumps({**real[2], "abstract": "word " * 220_000}), json.dumps(real[2])]
     src = tmp_path / "mixed.jsonl"
@@ -266,14 +279,14 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{free_port()}/v1"
 
 
-@pytest.mark.parametrize("mode", ["refused", "hang", "429", "500", "cut"])
-def test_llm_faults_fall_back_to_extractive(built_library: Library, mode: str) -> None:
+@pytest.mark.parametrize("mode", ["refused", pytest.param("hang", marks=pytest.mark.slow), "429", "500", "cut"])  # hang: 3 timeouts of 2 s
+def test_llm_faults_fall_back_to_extractive(demo_library: Library, mode: str) -> None:
     retries = 2
     with FakeLLM("Negatives come from BM25 [1] and in-batch passages [2] of the same batch.", mode=mode if mode != "refused" else "ok") as llm:
         url = _closed_port_url() if mode == "refused" else llm.url
-        qa = QA(built_library, answerer=OpenAIAnswerer("fake", url, timeout=2.0, max_retries=retries))
+        qa = QA(demo_library, answerer=OpenAIAnswerer("fake", url, timeout=2.0, max_retries=retries))
         t0 = time.perf_counter()
-        ans = qa.ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+        ans = qa.ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))
         took = time.perf_counter() - t0
     assert ans.fallback and "extractive" in ans.fallback and ans.answerer == "extractive", ans.fallback
     assert ans.citations and "Traceback" not in ans.answer and "Traceback" not in ans.fallback
@@ -282,15 +295,15 @@ def test_llm_faults_fall_back_to_extractive(built_library: Library, mode: str) -
     assert took < 30  # hang: bounded by the timeout and the retries
 
 
-def test_llm_without_or_with_invalid_citations(built_library: Library) -> None:
+def test_llm_without_or_with_invalid_citations(demo_library: Library) -> None:
     with FakeLLM("Negatives are chosen with care.") as llm:
-        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+        ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))
     assert ans.uncited and not ans.citations and not ans.fallback
     with FakeLLM("Negatives come from BM25 [14] and [0] and [3-40].") as llm:
-        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"), k=5)
+        ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID), k=5)
     assert all(c.n <= 5 for c in ans.citations) and 14 in ans.dropped_citations
     with FakeLLM(CANNOT_ANSWER) as llm:
-        ans = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper("2004.04906"))
+        ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))
     assert ans.abstained and not ans.uncited
 
 
@@ -314,10 +327,10 @@ def test_serving_beyond_loopback_needs_a_password(tmp_path: Path) -> None:
     assert r.returncode != 0 and "without a password" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_upload_names_are_never_paths(built_library: Library, five_pdfs: list[Path], tmp_path: Path) -> None:
+def test_upload_names_are_never_paths(demo_library: Library, tmp_path: Path) -> None:
     from paperchat.ui import handlers as h
 
-    core = h.Core(built_library.settings, built_library, QA(built_library))
+    core = h.Core(demo_library.settings, demo_library, QA(demo_library))
     evil_dir = tmp_path / "..%2F..%2Fetc"
     evil_dir.mkdir()
     evil = evil_dir / "..;rm -rf ~;.pdf"
@@ -326,6 +339,8 @@ def test_upload_names_are_never_paths(built_library: Library, five_pdfs: list[Pa
     assert pid, msg
     stored = Path(core.library.catalog.get(pid).pdf_path)  # type: ignore[union-attr]
     assert stored.parent == core.settings.uploads_dir and len(stored.stem) == 64  # sha256 name
-    built_library.settings.max_pdf_mb = 0.01
-    pid, msg = h.upload_pdf(core, str(five_pdfs[1]))
-    assert pid is None and "limit" in msg
+    big = make_pdf(tmp_path / "big.pdf", [f"Page {i} of a long report on retrieval. " * 40 for i in range(30)])
+    assert big.stat().st_size > 0.01 * 1024 * 1024
+    demo_library.settings.max_pdf_mb = 0.01
+    pid, msg = h.upload_pdf(core, str(big))
+    assert pid is None and "over the 0.01 MB limit" in msg
