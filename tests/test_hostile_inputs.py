@@ -30,6 +30,12 @@ from tests.conftest import ROOT, read_sample
 from tests.pdfmaker import blank_pdf, make_pdf
 
 
+@pytest.fixture
+def library(hashing_library: Library) -> Library:
+    """An empty store over the hashing embedder: nothing here depends on what the vectors mean."""
+    return hashing_library
+
+
 def _records(n: int) -> list[dict[str, object]]:
     return [json.loads(line) for line in read_sample(n)]
 

