@@ -128,6 +128,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
+    from paperchat.text import printable
+
     if args.action or args.trending:  # discovered topics and momentum: paperchat.cli_topics
         from paperchat.cli_topics import cmd_topics_more
 
