@@ -1,6 +1,6 @@
-"""The `paperchat` command for real (a subprocess, as a user runs it) on a copy of the demo store built with
-the hashing embedder: `ask` (text and --json), `topics --check`, and `bench query` (slow: its naive
-LangChain baseline loads MiniLM)."""
+"""The `paperchat` command for real (a subprocess, as a user runs it; `main()` in this process where the
+process adds nothing) on a copy of the demo store built with the hashing embedder: `ask` (text and --json),
+`topics` and `topics --check`, and `bench query` (slow: its naive LangChain baseline loads MiniLM)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from paperchat.cli import main
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
 from paperchat.topics import TopicSet
@@ -21,6 +22,12 @@ from paperchat.types import Paper
 
 from .conftest import ROOT
 from .corpus import PAPER_DATE, PAPER_ID, PAPER_TITLE, demo_lines
+
+
+@pytest.fixture(autouse=True)
+def hashing_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() in this process reads the embedder from the environment, as the command does."""
+    monkeypatch.setenv("PAPERCHAT_EMBEDDER", "hashing")
 
 
 def paperchat(args: list[str], data_dir: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -57,20 +64,20 @@ def test_ask_json_in_a_topic_and_an_unknown_paper(demo_library: Library) -> None
     assert {c["paper_id"] for c in rec["citations"]} <= members and {s["paper_id"] for s in rec["sources"]} <= members
     assert all(f"[{c['n']}]" in rec["answer"] for c in rec["citations"])
     assert rec["coverage"].startswith("drew on ")
-    r = paperchat(["ask", "--paper", "0000.00000", "anything?"], data)
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == ["paperchat: error: paper '0000.00000' is not in the library (ingest it first (paperchat ingest pdf FILE))"]
 
 
-def test_topics_table(demo_library: Library) -> None:
-    data = demo_library.settings.data_dir
+def test_ask_about_an_unknown_paper_is_one_line(demo_library: Library, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--data-dir", str(demo_library.settings.data_dir), "ask", "--paper", "0000.00000", "anything?"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["paperchat: error: paper '0000.00000' is not in the library (ingest it first (paperchat ingest pdf FILE))"]
+
+
+def test_topics_table(demo_library: Library, capsys: pytest.CaptureFixture[str]) -> None:
     counts = demo_library.catalog.topic_counts()
     names = {t.slug: t.name for t in demo_library.topics.topics}
     total, chunks = demo_library.catalog.count(), demo_library.store.count()
-    demo_library.close()
-    r = paperchat(["topics"], data)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert main(["--data-dir", str(demo_library.settings.data_dir), "topics"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert len(rows) == len(names) + 1 and rows[-1] == ["all", str(total), str(chunks)]
     for row in rows[:-1]:
         slug = row[-3]

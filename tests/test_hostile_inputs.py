@@ -126,6 +126,7 @@ def _peak_mb(fn) -> tuple[object, float]:  # type: ignore[no-untyped-def]
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # 64 MB inputs
 def test_reading_records_is_bounded(tmp_path: Path, shared: Path) -> None:
     good = json.dumps(_records(1)[0])
     # a gzip file that expands to a 64 MB line with no newline, then one good record
@@ -234,6 +235,7 @@ def test_json_array_files_and_id_rules(tmp_path: Path, shared: Path) -> None:
 # -- 16. every named input is in the summary --------------------------------------------------------
 
 
+@pytest.mark.slow  # parses a real 19-page paper twice
 def test_every_named_pdf_is_in_the_summary(library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
     no_pages = blank_pdf(tmp_path / "no-pages.pdf", 0)
     empty = tmp_path / "empty.pdf"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from paperchat.cli import main
 from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
@@ -134,12 +135,7 @@ def test_topic_rules_change_updates_metadata_only(
         lib.close()
 
 
-def _cli(args: list[str], data_dir: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(data_dir), "PAPERCHAT_EMBEDDER": "hashing"}
-    return subprocess.run([sys.executable, "-m", "paperchat.cli", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-
-
-def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
+def test_cli_exit_codes_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "good.jsonl"
     good.write_text("".join(demo_lines(5)))
     mixed = tmp_path / "mixed.jsonl"
@@ -147,17 +143,27 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     allbad = tmp_path / "bad.jsonl"
     allbad.write_text("{not json\n")
     d = tmp_path / "store"
-    r = _cli(["ingest", "abstracts", str(good), "--json"], d)
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(d), "PAPERCHAT_EMBEDDER": "hashing"}
+    # the real command once (a subprocess: its exit status and stdout), then main() in this process
+    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "ingest", "abstracts", str(good), "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert set(summary) >= {"papers", "chunks_added", "chunks_skipped", "failed", "seconds"}
     assert summary["papers"] == 5 and summary["chunks_added"] == 5
-    r = _cli(["ingest", "abstracts", str(mixed), "--json"], d)
-    assert r.returncode == 1 and json.loads(r.stdout)["chunks_skipped"] == 5
-    assert json.loads(r.stdout)["failed"][0]["source"].endswith("mixed.jsonl:6")
-    r = _cli(["ingest", "abstracts", str(allbad)], d)
-    assert r.returncode == 2
-    r = _cli(["topics", "--json"], d)
-    assert r.returncode == 0 and json.loads(r.stdout)["papers"] == 5
-    r = _cli(["remove", "--paper", "nope"], d)
-    assert r.returncode == 2 and "not in the store" in r.stderr and "Traceback" not in r.stderr
+    monkeypatch.setenv("PAPERCHAT_DATA_DIR", str(d))
+    monkeypatch.setenv("PAPERCHAT_EMBEDDER", "hashing")
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = cli("ingest", "abstracts", str(mixed), "--json")
+    assert code == 1 and json.loads(out)["chunks_skipped"] == 5
+    assert json.loads(out)["failed"][0]["source"].endswith("mixed.jsonl:6")
+    code, _, _ = cli("ingest", "abstracts", str(allbad))
+    assert code == 2
+    code, out, _ = cli("topics", "--json")
+    assert code == 0 and json.loads(out)["papers"] == 5
+    code, _, err = cli("remove", "--paper", "nope")
+    assert code == 2 and "not in the store" in err and "Traceback" not in err

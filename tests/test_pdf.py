@@ -60,6 +60,7 @@ def test_bad_pdfs_give_clear_reasons(five_pdfs: list[Path], tmp_path: Path, name
     assert words in str(exc.value)
 
 
+@pytest.mark.slow  # parser worker processes
 def test_parse_many_isolates_failures(five_pdfs: list[Path], tmp_path: Path) -> None:
     bad = _bad_inputs(five_pdfs[2], tmp_path)
     results = list(parse_many([bad["truncated"], five_pdfs[2], bad["html"]], 50, 60, workers=1))

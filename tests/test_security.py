@@ -96,6 +96,7 @@ def file_url(base: str, path: Path | str) -> str:
 # -- 1. the app serves exactly its own PDF copies ---------------------------------------------------
 
 
+@pytest.mark.slow  # a launched Gradio server
 def test_app_serves_only_its_own_pdf_copies(library: Library, tmp_path: Path) -> None:
     papers = tmp_path / "papers"
     papers.mkdir()
@@ -255,6 +256,7 @@ def test_cli_refuses_long_questions_in_one_line(tmp_path: Path) -> None:
     assert r.stderr.strip() == "paperchat: error: the question is 4,004 characters, over the 4,000 limit (shorten it)"
 
 
+@pytest.mark.slow  # a launched Gradio server
 def test_launched_app_refuses_long_questions_and_huge_requests(library: Library) -> None:
     from gradio_client import Client
 
