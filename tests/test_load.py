@@ -102,7 +102,7 @@ def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedde
         upload["seconds"] = time.perf_counter() - t0
 
     threads = [threading.Thread(target=session, args=(s,)) for s in sessions] + [threading.Thread(target=do_upload)]
-    with served_app(lib) as (url, _core):
+    with served_app(lib) as (url, _core):  # noqa: F811 - rebinds the url the sessions read
         stop_at = time.monotonic() + SECONDS
         for t in threads:
             t.start()

@@ -12,10 +12,10 @@ import pytest
 
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
-from paperchat.text import Tokenizer
 from paperchat.providers.answerers import ExtractiveAnswerer, OpenAIAnswerer
 from paperchat.qa import QA
 from paperchat.retrieval import Retriever, as_langchain_retriever, rewrite_followup
+from paperchat.text import Tokenizer
 from paperchat.types import Answer, Scope, Source
 
 from .conftest import SHARED, make_settings

@@ -33,8 +33,8 @@ from paperchat.qa import QA
 from paperchat.text import clean_text
 from paperchat.types import Page, Scope
 from tests.conftest import ROOT, CountingEmbedder, free_port, make_settings, read_sample
-from tests.fake_llm import FakeLLM
 from tests.corpus import PAPER_ID, PAPER_PAGES, PAPER_TITLE, demo_lines, write_paper
+from tests.fake_llm import FakeLLM
 from tests.pdfmaker import blank_pdf, make_pdf
 
 # -- a corpus of broken PDFs -----------------------------------------------------------------------

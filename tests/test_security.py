@@ -19,7 +19,6 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,6 +35,7 @@ from paperchat.ui.render import answer_markdown, md_plain, md_text, safe_url, so
 
 from .conftest import ROOT
 from .pdfmaker import blank_pdf, make_pdf
+
 
 @pytest.fixture
 def library(hashing_library: Library) -> Library:
