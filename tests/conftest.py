@@ -233,13 +233,6 @@ def demo_library(demo_store: Path, tmp_path: Path, counted: CountingEmbedder) ->
     lib.close()
 
 
-@pytest.fixture
-def library(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[Library]:
-    lib = Library(make_settings(tmp_path / "store"), embedder=embedder)  # type: ignore[arg-type]
-    yield lib
-    lib.close()
-
-
 @pytest.fixture(scope="session")
 def built_store(tmp_path_factory: pytest.TempPathFactory, minilm: MiniLMEmbedder, sample_jsonl: Path, five_pdfs: list[Path]) -> Path:
     """A data dir with 300 real abstracts and five real PDFs, built once per session (copy before writing)."""
