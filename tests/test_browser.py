@@ -113,7 +113,7 @@ def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs
     topic_papers = set(core.library.catalog.topic_papers("rag"))
     cited = {re.sub(r"^#paper/", "", a.get_attribute("href")).split("/")[0]
              for a in page.locator('[class*="message"] a[href^="#paper/"]').all()}
-    assert cited and cited <= topic_papers, cited
+    assert cited and cited & topic_papers, cited  # the topic is a prior: papers its rules miss may be cited too
     assert link is not None
     _shot(page, "04-topic-answer")
 

@@ -61,7 +61,8 @@ def test_ask_json_in_a_topic_and_an_unknown_paper(demo_library: Library) -> None
     rec = json.loads(r.stdout)
     assert rec["scope"]["kind"] == "topic" and rec["scope"]["topic"] == "rag" and rec["answerer"] == "extractive"
     assert rec["citations"] and not rec["abstained"] and not rec["dropped_citations"]
-    assert {c["paper_id"] for c in rec["citations"]} <= members and {s["paper_id"] for s in rec["sources"]} <= members
+    assert {c["paper_id"] for c in rec["citations"]} <= {s["paper_id"] for s in rec["sources"]}
+    assert {c["paper_id"] for c in rec["citations"]} & members  # the topic is a prior: other papers may rank too
     assert all(f"[{c['n']}]" in rec["answer"] for c in rec["citations"])
     assert rec["coverage"].startswith("drew on ")
 

@@ -18,6 +18,7 @@ import pytest
 
 from paperchat.demo import ensure_demo
 from paperchat.library import Library
+from paperchat.settings import RetrievalSettings
 from paperchat.text import percentile
 from tests.conftest import ROOT, CountingEmbedder, make_settings, served_app
 
@@ -36,7 +37,10 @@ def _pct(xs: list[float], q: float) -> float:
 def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedder, five_pdfs: list[Path]) -> None:
     from gradio_client import Client, handle_file
 
-    lib = Library(make_settings(tmp_path / "demo"), embedder=embedder)  # type: ignore[arg-type]
+    # the topic as a filter (topic_outside_weight 0): a topic answer citing a paper outside its topic then
+    # means another session's answer leaked into it
+    settings = make_settings(tmp_path / "demo", retrieval=RetrievalSettings(topic_outside_weight=0.0))
+    lib = Library(settings, embedder=embedder)  # type: ignore[arg-type]
     ensure_demo(lib, show_progress=False)
     lib.ready_lexical()
     topics = [t.slug for t in lib.topics.topics]

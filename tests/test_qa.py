@@ -112,7 +112,7 @@ def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_questi
 
 
 def test_topic_scope_date_window_and_diversity(built_library: Library) -> None:
-    retr = Retriever(built_library)
+    retr = Retriever(built_library, built_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))  # a filter
     members = set(built_library.catalog.topic_papers("rag"))
     hits = retr.search("retrieval augmented generation with a dense retriever", Scope.for_topic("rag"), k=8)
     assert hits and {h.chunk.paper_id for h in hits} <= members

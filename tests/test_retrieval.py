@@ -36,19 +36,40 @@ def test_paper_questions_find_their_page(demo_library: Library) -> None:
 
 def test_topic_scope_date_window_and_diversity(demo_library: Library) -> None:
     retr = Retriever(demo_library)
+    hard = Retriever(demo_library, demo_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))
     for slug, question in TOPIC_QUESTIONS:
         members = set(demo_library.catalog.topic_papers(slug))
-        hits = retr.search(question, Scope.for_topic(slug), k=8)
-        assert len(hits) == 8 and {h.chunk.paper_id for h in hits} <= members, slug
+        hits = hard.search(question, Scope.for_topic(slug), k=8)
+        assert len(hits) == 8 and {h.chunk.paper_id for h in hits} <= members, slug  # the topic as a filter
         per_paper: dict[str, int] = {}
         for h in hits:
             per_paper[h.chunk.paper_id] = per_paper.get(h.chunk.paper_id, 0) + 1
         assert max(per_paper.values()) <= demo_library.settings.retrieval.max_per_paper
         assert all(h.dense is not None for h in hits)
     since, until = dt.date(2026, 1, 1), dt.date(2026, 3, 31)
-    window = retr.search("retrieval augmented generation", Scope.for_topic("rag", since=since, until=until), k=8)
-    dates = demo_library.catalog.get_many(h.chunk.paper_id for h in window)
-    assert window and all(since <= dates[h.chunk.paper_id].date <= until for h in window)  # type: ignore[operator]
+    for r in (retr, hard):  # the date window holds for the papers outside the topic too
+        window = r.search("retrieval augmented generation", Scope.for_topic("rag", since=since, until=until), k=8)
+        dates = demo_library.catalog.get_many(h.chunk.paper_id for h in window)
+        assert window and all(since <= dates[h.chunk.paper_id].date <= until for h in window)  # type: ignore[operator]
+
+
+def test_topic_is_a_soft_prior(demo_library: Library) -> None:
+    """By default a topic question also ranks papers the topic's rules miss, their fused score times
+    topic_outside_weight; at 0 the topic is a filter."""
+    params = demo_library.settings.retrieval
+    assert 0 < params.topic_outside_weight < 1
+    members = set(demo_library.catalog.topic_papers("rag"))
+    outsider_id = next(pid for pid in demo_library.catalog.topic_papers("llm-safety") if pid not in members)
+    outsider = demo_library.catalog.get(outsider_id)
+    assert outsider is not None
+    scope = Scope.for_topic("rag")
+    soft = {h.chunk.paper_id: h for h in Retriever(demo_library).search(outsider.title, scope, k=8)}
+    ignored = {h.chunk.paper_id: h for h in Retriever(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)}
+    hard = Retriever(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
+    assert outsider.id in soft and outsider.id not in {h.chunk.paper_id for h in hard}
+    assert soft[outsider.id].score == pytest.approx(params.topic_outside_weight * ignored[outsider.id].score)
+    for pid in soft.keys() & ignored.keys() & members:  # members keep their score
+        assert soft[pid].score == pytest.approx(ignored[pid].score)
 
 
 def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:
@@ -60,8 +81,9 @@ def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> No
 def test_chroma_dense_backend_finds_the_same_hits(demo_library: Library, scope: Scope) -> None:
     """dense_backend="chroma" (Chroma's HNSW with a metadata filter) and "memory" (exact cosine over the
     snapshot's vectors) rank the same chunks on a store this small."""
-    # feedback off: it moves only the in-memory dense query toward BM25's best chunks (topic questions)
-    params = demo_library.settings.retrieval.model_copy(update={"feedback_chunks": 0})
+    # feedback off: it moves only the in-memory dense query toward BM25's best chunks (topic questions);
+    # the topic as a filter: the soft prior (topic_outside_weight) is in-memory only, Chroma filters
+    params = demo_library.settings.retrieval.model_copy(update={"feedback_chunks": 0, "topic_outside_weight": 0.0})
     memory = Retriever(demo_library, params)
     chroma = Retriever(demo_library, params.model_copy(update={"dense_backend": "chroma"}))
     assert memory.params.dense_backend == "memory"
@@ -91,7 +113,8 @@ def test_answers_quote_their_cited_sources(demo_library: Library) -> None:
         assert by_n[ans.citations[0].n].page == page
         assert all(c.support > 0.9 for c in ans.citations) and ans.timings_ms["retrieve"] > 0
     topic = qa.ask(TOPIC_QUESTIONS[0][1], Scope.for_topic("rag"))
-    assert topic.citations and {c.paper_id for c in topic.citations} <= set(demo_library.catalog.topic_papers("rag"))
+    assert topic.citations and {c.paper_id for c in topic.citations} <= {s.paper_id for s in topic.sources}
+    assert {c.paper_id for c in topic.citations} & set(demo_library.catalog.topic_papers("rag"))
     assert topic.coverage and topic.coverage.startswith(f"drew on {len({c.paper_id for c in topic.citations})} of ")
 
 
