@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from paperchat.errors import ConfigError
+from paperchat.text import Tokenizer
 
 if TYPE_CHECKING:
     from paperchat.settings import Settings
@@ -111,9 +112,10 @@ class HashingEmbedder:
     """Bag of words hashed into `dim` signed buckets: deterministic, instant, no model and no torch.
 
     For tests and quick trials only (never the default): it knows words, not meaning. Tokens are the
-    lexical index's (stop words removed, stemmed), weighted 1 + log(count), each hashed with blake2b (not
-    Python's `hash`, which changes per process) to a bucket and a sign, and the vector is L2-normalised.
-    A text without a word gets the vector of a fixed placeholder token, so every vector has unit length.
+    search index's (paperchat.text.Tokenizer: stop words removed, stemmed), weighted 1 + log(count), each
+    hashed with blake2b (not Python's `hash`, which changes per process) to a bucket and a sign, and the
+    vector is L2-normalised. A text without a word gets the vector of a fixed placeholder token, so every
+    vector has unit length.
     """
 
     id = "paperchat/hashing-bow-384"
@@ -121,8 +123,6 @@ class HashingEmbedder:
     _EMPTY = "\x00empty"
 
     def __init__(self) -> None:
-        from paperchat.lexical import Tokenizer  # lazily: lexical imports the store, which imports this module
-
         self._tokenize = Tokenizer()
         self._slots: dict[str, tuple[int, float]] = {}
 
