@@ -15,14 +15,17 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from paperchat.cli import main
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
+from paperchat.store import StoredChunk
 from paperchat.text import printable, strip_control
 from paperchat.topics import momentum
 from paperchat.types import Paper
@@ -83,10 +86,10 @@ def test_a_record_the_store_refuses_fails_alone(library: Library, tmp_path: Path
     bad_id = str(recs[5]["id"])
     real_upsert = library.store.upsert
 
-    def refusing(chunks, vectors, metas):  # type: ignore[no-untyped-def]
+    def refusing(chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
         if any(c.paper_id == bad_id for c in chunks):
             raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
-        return real_upsert(chunks, vectors, metas)
+        real_upsert(chunks, vectors)
 
     library.store.upsert = refusing  # type: ignore[method-assign]
     rep = Ingester(library).ingest_records(read_records(_write(tmp_path / "r.jsonl", recs)))
