@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ from paperchat.bibtex import escape, select, to_bibtex
 from paperchat.cli import main
 from paperchat.library import Library
 from paperchat.types import Paper
-
-from .conftest import make_settings
 
 bibtexparser = pytest.importorskip("bibtexparser")
 
@@ -48,11 +45,9 @@ def test_escape_balances_braces() -> None:
         assert depth == 0 and not out.endswith("\\")
 
 
-def test_select_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from paperchat.demo import ensure_demo
-
-    lib = Library(make_settings(tmp_path / "store"))
-    ensure_demo(lib, show_progress=False)
+def test_select_and_cli(demo_library: Library, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    lib = demo_library  # the demo corpus (hashing embedder, built once per session): the catalogue is what matters
+    monkeypatch.setenv("PAPERCHAT_EMBEDDER", "hashing")  # main() opens the same store
     rag = select(lib, topic="rag", since=dt.date(2026, 6, 1))
     assert rag and all(p.date and p.date >= dt.date(2026, 6, 1) and "rag" in p.topics for p in rag)
     pid = rag[0].id
