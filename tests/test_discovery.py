@@ -76,6 +76,7 @@ def dlib(discovered_dir: Path, tmp_path: Path) -> Iterator[Library]:
     yield from _copy(discovered_dir, tmp_path)
 
 
+@pytest.mark.slow  # a discovery run of its own (the fast tests share the module's one run)
 def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
     rep = discover(lib, DiscoverySettings(n_topics=K))
     topics = lib.catalog.discovered()
@@ -93,6 +94,7 @@ def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
     assert len(run["corpus_hash"]) == 16 and run["date"][:2] == "20"
 
 
+@pytest.mark.slow  # three discovery runs
 def test_rerun_keeps_slugs(lib: Library) -> None:
     first = {t.slug: t.label for t in discover(lib, DiscoverySettings(n_topics=K)).topics}
     again = discover(lib, DiscoverySettings(n_topics=K))

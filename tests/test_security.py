@@ -281,6 +281,7 @@ def test_launched_app_refuses_long_questions_and_huge_requests(library: Library)
 # -- 15. the launcher and failed uploads ------------------------------------------------------------
 
 
+@pytest.mark.slow  # two processes that import gradio (the fast layer has the CLI case in test_reliability)
 def test_app_py_refuses_open_serving_like_the_cli(tmp_path: Path) -> None:
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(tmp_path / "d"), "PAPERCHAT_HOST": "0.0.0.0"}
     env.pop("PAPERCHAT_AUTH", None)
