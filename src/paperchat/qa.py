@@ -9,7 +9,7 @@ from paperchat.citations import build_citations, parse_citations, strip_invalid
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
-from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer, get_answerer
+from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.retrieval import Retriever, rewrite_followup
 from paperchat.types import Answer, Hit, Scope, Source
 
@@ -87,7 +87,7 @@ class QA:
     def rewrite(self, question: str, history: Sequence[str], answerer: Answerer) -> str:
         if not history:
             return question
-        if isinstance(answerer, OpenAIAnswerer):
+        if answerer.can_complete:  # an LLM rewrites the follow-up; else the deterministic rewrite
             try:
                 text = answerer.complete(REWRITE_PROMPT.format(history="\n".join(f"- {h}" for h in history[-4:]), question=question)).strip()
                 if 3 <= len(text) <= 400:

