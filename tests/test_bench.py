@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from paperchat import bench
+from paperchat.assistant import Assistant
 from paperchat.library import Library
 
 
@@ -17,7 +18,8 @@ def test_bench_ingest_small(sample_jsonl: Path, tmp_path: Path, built_library: L
 
 
 def test_bench_query_subset_and_naive(built_library: Library, tmp_path: Path) -> None:
-    sub = bench.subset_store(built_library, built_library.settings.model_copy(update={"data_dir": tmp_path / "sub"}), 50)
+    full = Assistant(built_library.settings, built_library)
+    sub = bench.subset_store(full, built_library.settings.model_copy(update={"data_dir": tmp_path / "sub"}), 50).library
     abstracts = len(sub.store.ids_of_kind("abstract"))
     pdf_chunks = len(built_library.store.ids_of_kind("pdf"))
     assert abstracts == 50 and sub.store.count() == 50 + pdf_chunks

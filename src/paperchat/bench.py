@@ -1,16 +1,24 @@
-"""Benchmarks that print numbers (ratios against a baseline measured in the same run)."""
+"""Benchmarks that print numbers (ratios against a baseline measured in the same run).
+
+Imported only by `paperchat bench`; it works through the core facade (`paperchat.assistant`). The naive
+LangChain baseline needs the `dev` extra (langchain-chroma, langchain-huggingface):
+`pip install -e '.[dev]'`.
+"""
 
 from __future__ import annotations
 
-import itertools
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from paperchat.assistant import Assistant, percentile
+from paperchat.errors import ConfigError
 from paperchat.settings import Settings
-from paperchat.text import percentile
+from paperchat.types import Paper, Scope
+
+_DEV_EXTRA = "pip install -e '.[dev]' (the naive LangChain baseline uses langchain-chroma and langchain-huggingface)"
 
 
 def _seconds(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -23,25 +31,20 @@ def _seconds(fn: Callable[[], Any]) -> tuple[Any, float]:
 def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[str, Any]:
     """Our ingest of `limit` abstracts into a fresh store, MiniLM alone on the same texts and batch size
     (the limit here), a re-ingest of the same input, and the naive LangChain pipeline on the same records."""
-    from paperchat.ingestion.chunking import abstract_chunk
-    from paperchat.ingestion.pipeline import Ingester
-    from paperchat.ingestion.records import read_records
-    from paperchat.library import Library
-    from paperchat.types import Paper
-
-    items = list(itertools.islice(read_records(source), limit))
+    _need_dev_extra()
+    items = Assistant.read_records(source, limit)
     papers = [p for p in items if isinstance(p, Paper)]
-    texts = [c.text for c in (abstract_chunk(p) for p in papers) if c is not None]
+    texts = Assistant.abstract_texts(papers)
     with tempfile.TemporaryDirectory() as tmp:
         s = settings.model_copy(update={"data_dir": Path(tmp) / "store"})
-        lib = Library(s)
-        lib.embedder.embed(["warm up"] * 4)  # model load is not ingest
+        lib = Assistant(s)
+        lib.embed(["warm up"] * 4)  # model load is not ingest
         # the limit is measured before and after ours and averaged: this machine's speed drifts
-        _, limit_before = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
-        first, ours_s = _seconds(lambda: Ingester(lib).ingest_records(iter(items)))
-        _, limit_after = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
+        _, limit_before = _seconds(lambda: lib.embed(texts))
+        first, ours_s = _seconds(lambda: lib.ingest_papers(iter(items)))
+        _, limit_after = _seconds(lambda: lib.embed(texts))
         limit_s = (limit_before + limit_after) / 2
-        again, re_s = _seconds(lambda: Ingester(lib).ingest_records(read_records(source) if limit is None else iter(items)))
+        again, re_s = _seconds(lambda: lib.ingest_record_files([source], show_progress=False) if limit is None else lib.ingest_papers(iter(items)))
         lib.close()
         naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)
     return {
@@ -81,6 +84,15 @@ def chart_svg(results: dict[str, Any]) -> str:
 
 
 # -- the textbook LangChain pipeline, the baseline of `bench ingest` and `bench query` --------------------
+
+
+def _need_dev_extra() -> None:
+    """Fail early, in one line, when the baseline's packages are missing."""
+    import importlib.util
+
+    missing = [m for m in ("langchain_chroma", "langchain_huggingface") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"the benchmarks' naive baseline needs {', '.join(missing)}", _DEV_EXTRA)
 
 
 def _naive_embeddings(batch_size: int) -> Any:
@@ -146,24 +158,17 @@ def naive_ingest_pdfs(pdfs: list[Path], folder: Path, settings: Settings) -> flo
 
 def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
     """Our PDF ingest vs MiniLM alone on our chunk texts vs the naive LangChain pipeline, same PDFs."""
-    from paperchat.ingestion.chunking import PageChunker
-    from paperchat.ingestion.pdf import read_pdf
-    from paperchat.ingestion.pipeline import Ingester
-    from paperchat.library import Library
-
+    _need_dev_extra()
     with tempfile.TemporaryDirectory() as tmp:
         s = settings.model_copy(update={"data_dir": Path(tmp) / "store"})
-        lib = Library(s)
-        lib.embedder.embed(["warm up"] * 4)
-        chunker = PageChunker(s.chunk_size, s.chunk_overlap)
-        parsed = [read_pdf(p, s.max_pdf_mb, s.max_pdf_pages) for p in pdfs]
-        texts = [c.text for pdf in parsed for c in chunker.chunk_pages("x", pdf.pages)]
-        pages = sum(len(pdf.pages) for pdf in parsed)
-        _, limit_before = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
-        first, ours_s = _seconds(lambda: Ingester(lib).ingest_pdfs(pdfs))
-        _, limit_after = _seconds(lambda: lib.embedder.embed(texts, s.batch_size))
+        lib = Assistant(s)
+        lib.embed(["warm up"] * 4)
+        texts, pages = lib.pdf_chunk_texts(pdfs)
+        _, limit_before = _seconds(lambda: lib.embed(texts))
+        first, ours_s = _seconds(lambda: lib.ingest_pdfs(pdfs, show_progress=False))
+        _, limit_after = _seconds(lambda: lib.embed(texts))
         limit_s = (limit_before + limit_after) / 2
-        again, re_s = _seconds(lambda: Ingester(lib).ingest_pdfs(pdfs))
+        again, re_s = _seconds(lambda: lib.ingest_pdfs(pdfs, show_progress=False))
         lib.close()
         naive_s = naive_ingest_pdfs(pdfs, Path(tmp) / "naive", s)
     return {
@@ -178,33 +183,10 @@ def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
 # -- query latency at several store sizes, ours against the naive retriever ------------------------------
 
 
-def subset_store(src: Any, dst: Settings, n_abstracts: int | None) -> Any:
+def subset_store(src: Assistant, dst: Settings, n_abstracts: int | None) -> Assistant:
     """A store with the first n abstract papers of `src` plus every PDF chunk, copied with their vectors
     (no re-embedding), its catalogue rows and a fresh BM25 snapshot."""
-    from paperchat.library import Library
-
-    lib = Library(dst, embedder=src.embedder)
-    lib.sync_topics()  # a new store: records the rules' hash, so the copied rows count as synced
-    kept_abstracts = 0
-    papers: set[str] = set()
-    for batch in src.store.iter_all(vectors=True):
-        keep = []
-        for i, c in enumerate(batch.chunks):
-            if c.kind == "abstract":
-                if n_abstracts is not None and kept_abstracts >= n_abstracts:
-                    continue
-                kept_abstracts += 1
-            keep.append(i)
-        if keep and batch.vectors is not None:
-            lib.store.upsert([batch.chunks[i] for i in keep], batch.vectors[keep])
-            papers.update(batch.chunks[i].paper_id for i in keep)
-    got = src.catalog.get_many(papers)
-    lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
-    for p in got.values():
-        if p.pdf_path:
-            lib.catalog.set_pdf(p, p.pdf_path, "", "", p.topics)
-    lib.lexical.rebuild(lib.store)
-    return lib
+    return src.copy_subset(dst, n_abstracts)
 
 
 def _pct(v: list[float], q: int) -> float:
@@ -215,41 +197,38 @@ def _pct(v: list[float], q: int) -> float:
 def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], paper_ids: list[str], sizes: list[int | None], repeat: int = 2) -> dict[str, Any]:
     """Retrieval and extractive-answer latency, topic and paper scope, ours vs the naive LangChain
     retriever (`Chroma.as_retriever` with the same filter) on the same store, per store size."""
-    from paperchat.library import Library
-    from paperchat.qa import QA
-    from paperchat.types import Scope
-
-    full = Library(settings)
+    _need_dev_extra()
+    full = Assistant(settings)
     full.sync_topics()
     out: dict[str, Any] = {}
     emb = _naive_embeddings(settings.batch_size)
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             lib = full if size is None else subset_store(full, settings.model_copy(update={"data_dir": Path(tmp) / f"s{size}"}), size)
-            qa = QA(lib)
-            lib.ready_lexical()
-            lib.embedder.embed_query("warm up")
-            naive = _naive_chroma(lib.settings.chroma_dir, emb, lib.store.collection_name)
+            lib.ready()
+            lib.warm_up()
+            folder, collection = lib.chroma_collection()
+            naive = _naive_chroma(folder, emb, collection)
             rows: dict[str, list[float]] = {"topic_retrieve": [], "topic_answer": [], "paper_retrieve": [], "paper_answer": [], "naive_topic": [], "naive_paper": []}
-            present = [p for p in paper_ids if lib.catalog.get(p) is not None]
+            present = [p for p in paper_ids if lib.paper(p) is not None]
             for r in range(repeat):
                 for q, topic in questions:
                     q2 = f"{q} ({size}-{r})"  # a new text each size and round: no query-cache hits
-                    ans = qa.ask(q2, Scope.for_topic(topic))
+                    ans = lib.ask(q2, Scope.for_topic(topic))
                     rows["topic_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["topic_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.store.where(Scope.for_topic(topic))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.chroma_where(Scope.for_topic(topic))}).invoke(q2)
                     rows["naive_topic"].append((time.perf_counter() - t0) * 1000)
                 for pid in present:
                     q2 = f"What method does this paper propose, and how is it evaluated? ({pid} {size}-{r})"
-                    ans = qa.ask(q2, Scope.for_paper(pid))
+                    ans = lib.ask(q2, Scope.for_paper(pid))
                     rows["paper_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["paper_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.store.where(Scope.for_paper(pid))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.chroma_where(Scope.for_paper(pid))}).invoke(q2)
                     rows["naive_paper"].append((time.perf_counter() - t0) * 1000)
-            res: dict[str, Any] = {"chunks": lib.store.count()}
+            res: dict[str, Any] = {"chunks": lib.counts()[1]}
             for k, v in rows.items():
                 if v:
                     res[f"{k}_p50_ms"] = _pct(v, 50)
@@ -271,7 +250,7 @@ def bench_startup(settings: Settings, question: str, topic: str, timeout: float 
     import subprocess
     import sys
 
-    from paperchat.ports import free_port
+    from paperchat.assistant import free_port
     from paperchat.settings import PROJECT_ROOT
 
     port = free_port()
@@ -302,6 +281,7 @@ def bench_startup(settings: Settings, question: str, topic: str, timeout: float 
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB."""
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

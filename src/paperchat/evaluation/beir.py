@@ -20,6 +20,7 @@ import numpy as np
 
 from paperchat.providers.embedders import Embedder
 from paperchat.retrieval import rrf
+from paperchat.settings import Settings
 from paperchat.text import Tokenizer, split_sentences
 
 
@@ -159,3 +160,22 @@ def tune(bench: Bench) -> dict[str, Any]:
                 if ndcg > best["ndcg@10"]:
                     best = {"ndcg@10": ndcg, "rrf_k": rrf_k, "dense_weight": dw, "lexical_weight": 1.0, "use_windows": uw}
     return best
+
+
+def scifact(settings: Settings, folder: Path, tune_first: bool = False) -> dict[str, Any]:
+    """`paperchat eval beir`: BM25, dense and hybrid on the SciFact test claims with the settings' fusion,
+    or with the fusion tuned on the train claims first (`tuned_on_train`)."""
+    from paperchat.providers.embedders import get_embedder
+
+    emb = get_embedder(settings)
+    cache = settings.data_dir / "cache"
+    p = settings.retrieval
+    result: dict[str, Any] = {}
+    if tune_first:
+        result["tuned_on_train"] = tune(Bench(load_scifact(folder, "train"), emb, cache))
+    test = Bench(load_scifact(folder, "test"), emb, cache)
+    params = result.get("tuned_on_train") or {"rrf_k": p.rrf_k, "dense_weight": p.dense_weight, "lexical_weight": p.lexical_weight, "use_windows": True}
+    result["test"] = test.evaluate(int(params["rrf_k"]), float(params["dense_weight"]), float(params["lexical_weight"]), bool(params.get("use_windows", True)))
+    result["params"] = params
+    result["queries"] = len(test.data.queries)
+    return result

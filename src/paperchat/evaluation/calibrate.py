@@ -13,18 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from paperchat.assistant import Assistant
 from paperchat.evaluation.questions import Question
 from paperchat.evaluation.runner import EVAL_K, question_scope
-from paperchat.library import Library
-from paperchat.retrieval import Retriever
 
 
-def top_scores(lib: Library, questions: Sequence[Question], data: Path | None) -> list[dict[str, Any]]:
+def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path | None) -> list[dict[str, Any]]:
     """Each question with its best dense score over the passages retrieval offers."""
-    retriever = Retriever(lib)
+    search = assistant.searcher(assistant.settings.retrieval)  # a retriever of its own, as the QA's would be
     rows = []
     for q in questions:
-        hits = retriever.search(q.question, question_scope(lib, q, data), EVAL_K)
+        hits = search(q.question, question_scope(assistant, q, data), EVAL_K)
         rows.append({"id": q.id, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)})
     return rows
 

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from paperchat.assistant import llm_model, resolve_answerer
 from paperchat.errors import AnswererError, ConfigError
 from paperchat.settings import Settings
 
@@ -34,17 +35,22 @@ _JSON = re.compile(r"\{.*\}", re.S)
 
 
 class Judge:
-    def __init__(self, settings: Settings) -> None:
-        from paperchat.providers.answerers import OpenAIAnswerer
+    """Grades answers with an answerer that can complete a free prompt (its `complete` capability).
 
-        name = settings.judge or (settings.answerer if settings.answerer.startswith("openai:") else "")
-        if not name.startswith("openai:") or len(name) <= len("openai:"):
+    Raises:
+        ConfigError: neither PAPERCHAT_JUDGE nor the answerer names an OpenAI-compatible model.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        name = settings.judge or settings.answerer
+        model = llm_model(name)
+        if model is None:
             raise ConfigError(
                 "--judge needs an OpenAI-compatible model",
                 "set PAPERCHAT_JUDGE=openai:<model> (with PAPERCHAT_LLM_BASE_URL for a local server, or OPENAI_API_KEY)",
             )
-        self.model = name.split(":", 1)[1]
-        self.llm = OpenAIAnswerer(self.model, settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
+        self.model = model
+        self.llm = resolve_answerer(settings, name)  # an openai:<model> answerer: it can `complete`
 
     def grade(self, question: str, gold: str, answer: dict[str, Any], source_texts: dict[int, str]) -> tuple[dict[str, float | None], str]:
         """(metrics judge.correct / judge.faithful, reason); None grades when the judge fails or replies badly."""

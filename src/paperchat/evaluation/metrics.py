@@ -8,7 +8,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from paperchat.text import normalize_for_match
+from paperchat.assistant import normalize_for_match
 
 Metric = tuple[float, str]
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from paperchat.ingestion.records import Failure
+from paperchat.assistant import Failure
 
 
 class Question(BaseModel):

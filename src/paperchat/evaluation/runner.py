@@ -16,22 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from paperchat import __version__
+from paperchat.assistant import Assistant, Failure, percentile
 from paperchat.errors import ConfigError, PaperchatError
 from paperchat.evaluation import metrics as M
 from paperchat.evaluation.questions import Question, load_set
-from paperchat.ingestion.pdf import sha256_file
-from paperchat.ingestion.pipeline import Ingester
-from paperchat.ingestion.records import Failure, read_records
-from paperchat.library import Library
-from paperchat.qa import QA
 from paperchat.settings import PROJECT_ROOT, Settings
-from paperchat.text import percentile
 from paperchat.types import Answer, Scope
 
 EVAL_K = 10  # sources per question: recall@10 needs ten
 
 
 def code_version() -> str:
+    """The package version and, in a git checkout, the short commit."""
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -39,34 +35,34 @@ def code_version() -> str:
     return f"{__version__}+{rev}" if rev else __version__
 
 
-def prepare(lib: Library, questions: Sequence[Question], data: Path | None) -> list[Failure]:
+def prepare(assistant: Assistant, questions: Sequence[Question], data: Path | None) -> list[Failure]:
     """Ingest what the questions need: their PDFs (data/pdfs/...) and, for topic questions, data/abstracts."""
     failures: list[Failure] = []
     if data is None:
         return failures
-    ing = Ingester(lib)
     if any(q.scope == "topic" for q in questions):
         for f in sorted((data / "abstracts").glob("*.jsonl*")):
-            rep = ing.ingest_records(read_records(f))
+            rep = assistant.ingest_record_files([f], show_progress=False)
             failures.extend(rep.failures)
     pdfs = sorted({data / "pdfs" / q.pdf for q in questions if q.scope == "paper" and q.pdf})
     if pdfs:
-        failures.extend(ing.ingest_pdfs(pdfs).failed)
+        failures.extend(assistant.ingest_pdfs(pdfs, show_progress=False).failed)
     return failures
 
 
-def paper_id_for(lib: Library, q: Question, data: Path | None) -> str | None:
+def paper_id_for(assistant: Assistant, q: Question, data: Path | None) -> str | None:
+    """The id of a question's paper: the one whose PDF has the question's PDF's bytes, else its paper_id."""
     if q.pdf and data is not None and (data / "pdfs" / q.pdf).exists():
-        p = lib.catalog.find_by_pdf_sha(sha256_file(data / "pdfs" / q.pdf))
+        p = assistant.paper_for_pdf(data / "pdfs" / q.pdf)
         if p is not None:
             return p.id
     return q.paper_id or None
 
 
-def question_scope(lib: Library, q: Question, data: Path | None) -> Scope:
+def question_scope(assistant: Assistant, q: Question, data: Path | None) -> Scope:
     """Where a question searches: its paper (found by the PDF's hash, or its id) or its topic."""
     if q.scope == "paper":
-        pid = paper_id_for(lib, q, data)
+        pid = paper_id_for(assistant, q, data)
         if pid is None:
             raise PaperchatError(f"paper of {q.pdf or q.paper_id} is not in the store", "pass --data with the PDFs")
         return Scope.for_paper(pid)
@@ -163,10 +159,9 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
         shas[s.name] = sha
     if answerer:
         settings = settings.model_copy(update={"answerer": answerer})
-    lib = Library(settings)
-    lib.sync_topics()  # topic questions need membership by the current rules
-    ingest_failures = prepare(lib, questions, data)
-    qa = QA(lib)
+    assistant = Assistant(settings)
+    assistant.sync_topics()  # the topic rules may have changed since the store was built
+    ingest_failures = prepare(assistant, questions, data)
     grader = None
     if judge:
         from paperchat.evaluation.judge import Judge
@@ -176,7 +171,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     for q in questions:
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
         try:
-            ans = qa.ask(q.question, question_scope(lib, q, data), k=EVAL_K)
+            ans = assistant.ask(q.question, question_scope(assistant, q, data), k=EVAL_K)
             metrics, reasons = score(q, ans)
             if grader is not None:
                 grades, why = grader.grade(q.question, q.gold_answer, ans.to_json(), {s.n: s.text for s in ans.sources})
@@ -198,7 +193,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     summary["run"] = {
         "started": dt.datetime.now().isoformat(timespec="seconds"),
         "answerer": settings.answerer,
-        "model": qa.answerer.model,
+        "model": assistant.answerer().model,
         "judge": grader.model if grader is not None else None,
         "k": EVAL_K,
         "sets_sha256": shas,
@@ -217,6 +212,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
 
 
 def load_results(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(summary, per-question rows) of a results folder."""
     summary = json.loads((folder / "summary.json").read_text())
     rows = [json.loads(line) for line in open(folder / "results.jsonl", encoding="utf-8") if line.strip()]
     return summary, rows

@@ -16,25 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from paperchat.assistant import Assistant
 from paperchat.evaluation import metrics as M
 from paperchat.evaluation.questions import Question
 from paperchat.evaluation.runner import question_scope
-from paperchat.library import Library
-from paperchat.retrieval import Retriever
 from paperchat.settings import RetrievalSettings
 
 DEPTH = 20  # hits per question: recall@20 needs twenty
 
 
-def retrieval_metrics(lib: Library, params: RetrievalSettings, questions: Sequence[Question], data: Path | None) -> dict[str, dict[str, float]]:
+def retrieval_metrics(assistant: Assistant, params: RetrievalSettings, questions: Sequence[Question], data: Path | None) -> dict[str, dict[str, float]]:
     """Question id -> retrieval metrics for one parameter set."""
-    retriever = Retriever(lib, params)
+    search = assistant.searcher(params)
     out: dict[str, dict[str, float]] = {}
     for q in questions:
         if q.unanswerable:
             continue
-        hits = retriever.search(q.question, question_scope(lib, q, data), k=DEPTH)
-        m: dict[str, float] = {"ms": retriever.last_timings and sum(retriever.last_timings.values()) or 0.0}
+        t0 = time.perf_counter()
+        hits = search(q.question, question_scope(assistant, q, data), DEPTH)
+        m: dict[str, float] = {"ms": (time.perf_counter() - t0) * 1000}
         papers = [h.chunk.paper_id for h in hits]
         if q.gold_papers:
             m["recall@10"] = M.recall_at(papers, q.gold_papers, 10)[0]
@@ -78,7 +78,7 @@ class Sweep:
     seconds: float = 0.0
 
 
-def run_sweep(lib: Library, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None) -> Sweep:
+def run_sweep(assistant: Assistant, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None) -> Sweep:
     """Metrics of every question for every value of one retrieval setting (others as in `base`)."""
     if param not in RetrievalSettings.model_fields:
         raise ValueError(f"unknown retrieval setting {param!r}; one of {', '.join(RetrievalSettings.model_fields)}")
@@ -86,7 +86,7 @@ def run_sweep(lib: Library, base: RetrievalSettings, param: str, values: Sequenc
     t0 = time.perf_counter()
     for v in values:
         params = base.model_copy(update={param: v})
-        sw.rows[str(v)] = retrieval_metrics(lib, params, questions, data)
+        sw.rows[str(v)] = retrieval_metrics(assistant, params, questions, data)
     sw.seconds = time.perf_counter() - t0
     return sw
 
@@ -143,8 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write per-question rows here")
     args = ap.parse_args(argv)
     settings = Settings()
-    lib = Library(settings)
-    lib.sync_topics()  # topic questions need membership by the current rules
+    assistant = Assistant(settings)
+    assistant.sync_topics()  # the topic rules may have changed since the store was built
     questions: list[Question] = []
     for f in args.set:
         qs, bad, _ = load_set(f)
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     field_type = RetrievalSettings.model_fields[args.param].annotation
     caster: Callable[[str], Any] = int if field_type is int else float if field_type is float else str
     values = [caster(v) for v in args.values.split(",")]
-    sw = run_sweep(lib, settings.retrieval, args.param, values, questions, args.data)
+    sw = run_sweep(assistant, settings.retrieval, args.param, values, questions, args.data)
     metrics = [m for m in args.metrics.split(",") if any(m in r for rows in sw.rows.values() for r in rows.values())]
     groups: dict[str, Callable[[Question], bool]] = {
         "known-item": lambda q: q.kind == "known-item",

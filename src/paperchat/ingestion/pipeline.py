@@ -9,7 +9,7 @@ and rebuilt at the end. A rerun therefore finishes a killed run with no duplicat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,19 +203,20 @@ class Ingester:
 
     # -- PDFs -------------------------------------------------------------------------------------
 
-    def ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None = None) -> IngestReport:
+    def ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None = None, hashes: Mapping[Path, str] | None = None) -> IngestReport:
         """Ingest PDFs (files and folders). Unchanged files (same bytes, same chunking, chunks still in the
         store) are skipped unparsed.
 
         Args:
             inputs: files or folders.
             paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
+            hashes: sha256 of files the caller already hashed (an upload is hashed once, by the facade).
         """
         with self.lib.writing():  # one writer at a time per data dir
             self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
-            return self._ingest_pdfs(inputs, paper_id)
+            return self._ingest_pdfs(inputs, paper_id, hashes or {})
 
-    def _ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None) -> IngestReport:
+    def _ingest_pdfs(self, inputs: Sequence[Path], paper_id: str | None, hashes: Mapping[Path, str]) -> IngestReport:
         t0 = time.perf_counter()
         report = IngestReport()
         files, missing = find_pdfs(inputs)
@@ -227,7 +228,7 @@ class Ingester:
         shas: dict[Path, str] = {}
         for f in files:
             try:
-                sha = sha256_file(f)
+                sha = hashes.get(f) or sha256_file(f)
             except OSError as exc:
                 report.failed.append(Failure(str(f), f"cannot read the file ({exc.strerror})"))
                 continue

@@ -1,0 +1,77 @@
+"""The core facade: what the app, the CLI, the evaluation and the benchmarks do with a library.
+
+`Assistant` opens the library (store, catalogue, search index, topics) once, resolves answerers by name and
+offers the operations the edges need: ask and stream, topic pages, papers, adding PDFs, follows and saves,
+ingest and removal. It returns our own types (`paperchat.types`) and the small records of `records`.
+Nothing above this package reaches into the library, the store or the catalogue; the few pure helpers the
+edges share (dates typed by a person, terminal-safe text, LaTeX as plain text, citation marks, a percentile, a free
+port) are re-exported here so
+that they import the facade and nothing below it.
+
+Importing it is light: the library (Chroma, the embedder) is imported when an `Assistant` is made.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from paperchat.assistant.core import Assistant
+from paperchat.assistant.discovery import TopicDetail
+from paperchat.assistant.records import PaperList, PdfResult, RelatedTopic, TopicPage, TopicPreview, TopicSummary
+from paperchat.assistant.standalone import (
+    REPAIR,
+    check_data_dir,
+    check_question,
+    llm_model,
+    pdf_folder,
+    preview_topics,
+    repair_data_dir,
+    resolve_answerer,
+)
+from paperchat.citations import CITATION, parse_group
+from paperchat.dates import user_day
+from paperchat.ingestion.records import Failure
+from paperchat.ports import free_port
+from paperchat.tex import plain
+from paperchat.text import normalize_for_match, percentile, printable
+from paperchat.topics import Momentum
+
+__all__ = [
+    "CITATION",
+    "REPAIR",
+    "Assistant",
+    "Failure",
+    "IngestReport",
+    "Momentum",
+    "PaperList",
+    "PdfResult",
+    "RelatedTopic",
+    "TopicDetail",
+    "TopicPage",
+    "TopicPreview",
+    "TopicSummary",
+    "check_data_dir",
+    "check_question",
+    "free_port",
+    "llm_model",
+    "pdf_folder",
+    "normalize_for_match",
+    "parse_group",
+    "percentile",
+    "plain",
+    "preview_topics",
+    "printable",
+    "repair_data_dir",
+    "resolve_answerer",
+    "user_day",
+]
+
+if TYPE_CHECKING:
+    from paperchat.ingestion.pipeline import IngestReport
+
+
+def __getattr__(name: str) -> Any:
+    """`IngestReport` on first use: its module imports the library (Chroma), which importing the facade must not."""
+    if name == "IngestReport":
+        from paperchat.ingestion.pipeline import IngestReport
+
+        return IngestReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

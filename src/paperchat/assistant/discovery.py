@@ -1,0 +1,108 @@
+"""Discovered topics, trending and export through the facade (`paperchat topics discover|show|sample|coverage`,
+`--trending`, `paperchat export bibtex`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from paperchat.errors import NotFound
+from paperchat.settings import Settings
+from paperchat.topics import Momentum, momentum
+from paperchat.types import Paper
+
+if TYPE_CHECKING:
+    from paperchat.discovery import DiscoveryReport
+    from paperchat.library import Library
+    from paperchat.trending import TopicTrend
+
+
+@dataclass(frozen=True)
+class TopicDetail:
+    """One topic, hand-written or discovered: its papers (newest first), how they are counted, momentum."""
+
+    slug: str
+    name: str
+    paper_ids: list[str]
+    how: str
+    extra: str
+    momentum: Momentum
+
+
+class DiscoveryOps:
+    """The discovery half of `Assistant` (a mixin: it needs `settings` and an open `library`)."""
+
+    settings: Settings
+    library: Library
+
+    def trending(self, weeks: int = 4, min_count: int = 10) -> list[TopicTrend]:
+        """Every topic ranked by momentum over `weeks`-week windows (those with fewer than `min_count`
+        papers in both windows are listed, not ranked)."""
+        from paperchat.trending import trending
+
+        return trending(self.library, weeks=weeks, min_count=min_count)
+
+    def discover(self, n_topics: int | None = None, seed: int = 0) -> DiscoveryReport:
+        """Cluster the stored abstracts into topics, label, nest and tag them, and store the result."""
+        from paperchat.discovery import DiscoverySettings, discover
+
+        return discover(self.library, DiscoverySettings(n_topics=n_topics, seed=seed))
+
+    def topic_detail(self, slug: str, weeks: int = 4) -> TopicDetail:
+        """A hand-written topic (papers by its rules) or a discovered one (papers by their tags).
+
+        Raises:
+            NotFound: no topic has this slug.
+        """
+        lib = self.library
+        found = {t.slug: t for t in lib.catalog.discovered()}
+        if slug in lib.topics.by_slug:
+            name, ids, how, extra = lib.topics.by_slug[slug].name, lib.catalog.topic_papers(slug), "by its keyword rules", ""
+        elif slug in found:
+            t = found[slug]
+            name, ids, how = t.label, lib.catalog.tagged_papers(t.slug), "by tags (papers whose 2-4 closest topics include it)"
+            extra = f"\nunder: {t.parent or '-'} ({t.parent_share:.0%} of its papers)\nphrases: {'; '.join(t.terms)}"
+        else:
+            raise NotFound(f"no topic {slug!r}", "list them with `paperchat topics --trending` or run `paperchat topics discover`")
+        dates = [p.date for p in lib.catalog.get_many(ids).values() if p.date]
+        return TopicDetail(slug, name, ids, how, extra, momentum(dates, lib.weekly_counts(), weeks=weeks))
+
+    def papers(self, ids: Sequence[str]) -> dict[str, Paper]:
+        """The papers with these ids that are in the library."""
+        return self.library.catalog.get_many(ids)
+
+    def topic_samples(self, per_topic: int = 5, seed: int = 0, limit: int | None = None) -> str:
+        """A seeded sample of papers per discovered topic, to read by hand."""
+        from paperchat.topic_quality import sample_topics
+
+        return sample_topics(self.library, per_topic, seed, limit)
+
+    def topic_coherence(self) -> dict[str, float]:
+        """Mean NPMI of each discovered topic's top phrases and mean cosine of papers to their topic's centre."""
+        from paperchat.topic_quality import coherence
+
+        return coherence(self.library)
+
+    @staticmethod
+    def format_trends(trends: list[TopicTrend], limit: int = 30) -> str:
+        """The trending table as text."""
+        from paperchat.trending import format_trends
+
+        return format_trends(trends, limit)
+
+    def gold_coverage(self, questions: Path) -> str:
+        """How the gold papers of a topic question set fall into the discovered topics."""
+        from paperchat.topic_quality import gold_coverage
+
+        return gold_coverage(self.library, questions)
+
+    def bibtex(self, saved: bool = False, topic: str | None = None, ids: Sequence[str] | None = None,
+               since: dt.date | None = None, until: dt.date | None = None) -> tuple[str, int]:
+        """(BibTeX of the saved papers, a topic's papers or the given ids, number of entries)."""
+        from paperchat.bibtex import select, to_bibtex
+
+        papers = select(self.library, saved=saved, topic=topic, ids=list(ids) if ids else None, since=since, until=until)
+        return to_bibtex(papers), len(papers)

@@ -1,0 +1,187 @@
+"""Writing to the library through the facade: ingest, removal, the demo corpus, and what the benchmarks
+need (a subset copied with its vectors, the texts our chunker makes, the Chroma collection for a baseline)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from paperchat.errors import NotFound
+from paperchat.ingestion.records import Failure
+from paperchat.settings import Settings
+from paperchat.types import Paper, Scope
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from paperchat.assistant.core import Assistant
+    from paperchat.ingestion.pipeline import IngestReport
+    from paperchat.library import Library
+
+
+class IngestOps:
+    """The writing half of `Assistant` (a mixin: it needs `settings` and an open `library`)."""
+
+    settings: Settings
+    library: Library
+
+    # -- ingest ------------------------------------------------------------------------------------
+
+    def ingest_papers(self, items: Iterable[Paper | Failure], show_progress: bool | None = False) -> IngestReport:
+        """Ingest paper records (one abstract chunk each); failures pass through into the report."""
+        from paperchat.ingestion.pipeline import Ingester
+        from paperchat.progress import make_progress
+
+        update, close = make_progress(None, enabled=show_progress)  # no counting pass: the input is read once
+        try:
+            return Ingester(self.library, progress=update).ingest_records(items)
+        finally:
+            close()
+
+    def ingest_record_files(self, paths: Sequence[Path], show_progress: bool | None = None) -> IngestReport:
+        """Ingest arXiv metadata files (JSONL or JSON arrays, .gz ok), each read once as a stream; a missing
+        file is a failure of the report, not an error."""
+        from paperchat.ingestion.pipeline import IngestReport
+        from paperchat.ingestion.records import read_records
+
+        report = IngestReport()
+        max_line = int(self.settings.max_record_line_mb * 1024 * 1024)
+        for path in paths:
+            if not path.is_file():
+                report.failed.append(Failure(str(path), "no such file"))
+                continue
+            report.merge(self.ingest_papers(read_records(path, max_line), show_progress))
+        return report
+
+    def ingest_arxiv(self, query: str | None = None, file: Path | None = None, max_results: int = 100) -> IngestReport:
+        """Ingest an arXiv API answer: a saved Atom response (`file`) or a live `query`.
+
+        Raises:
+            NetworkError: the API cannot be reached.
+        """
+        from paperchat.ingestion.records import fetch_arxiv, parse_atom
+
+        if file is not None:
+            items = list(parse_atom(file.read_bytes(), str(file)))
+        else:
+            items = list(parse_atom(fetch_arxiv(query or "", max_results), "arXiv API"))
+        return self.ingest_papers(items)
+
+    def ingest_pdfs(self, paths: Sequence[Path], paper_id: str | None = None, show_progress: bool | None = None) -> IngestReport:
+        """Ingest PDF files and folders (unchanged files are skipped unparsed); `paper_id` attaches one PDF
+        to a known paper."""
+        from paperchat.ingestion.pipeline import Ingester
+        from paperchat.progress import make_progress
+
+        update, close = make_progress(None, "PDFs", enabled=show_progress)
+        try:
+            return Ingester(self.library, progress=update).ingest_pdfs(list(paths), paper_id=paper_id)
+        finally:
+            close()
+
+    @staticmethod
+    def count_pdfs(folders: Sequence[Path]) -> int:
+        """How many PDF files these folders hold (what `ingest_pdfs` will read)."""
+        from paperchat.ingestion.pdf import find_pdfs
+
+        return len(find_pdfs(list(folders))[0])
+
+    def load_demo(self, show_progress: bool | None = None) -> IngestReport | None:
+        """Ingest the bundled demo corpus once; None when it is already in (or not bundled)."""
+        from paperchat.demo import ensure_demo
+
+        return ensure_demo(self.library, show_progress=show_progress)
+
+    def adopt_legacy_pdfs(self) -> tuple[int, int]:
+        """Copy PDFs that older stores point to outside the data dir in, when their hash still matches:
+        (adopted, left unlinked)."""
+        from paperchat.ingestion.pdfstore import adopt_legacy_pdfs
+
+        return adopt_legacy_pdfs(self.library)
+
+    def remove_paper(self, paper_id: str) -> int:
+        """Remove a paper and its chunks; returns how many chunks went.
+
+        Raises:
+            NotFound: the paper is not in the store.
+        """
+        from paperchat.ingestion.pipeline import Ingester
+
+        n = Ingester(self.library).remove_paper(paper_id)
+        if n < 0:
+            raise NotFound(f"paper {paper_id} is not in the store", "list papers with `paperchat topics` or check the id")
+        return n
+
+    # -- for the benchmarks ------------------------------------------------------------------------
+
+    @staticmethod
+    def read_records(path: Path, limit: int | None = None) -> list[Paper | Failure]:
+        """The first `limit` records of a metadata file (all when None), failures included."""
+        from paperchat.ingestion.records import read_records
+
+        return list(itertools.islice(read_records(path), limit))
+
+    @staticmethod
+    def abstract_texts(papers: Sequence[Paper]) -> list[str]:
+        """The texts our ingest embeds for these papers' abstracts."""
+        from paperchat.ingestion.chunking import abstract_chunk
+
+        return [c.text for c in (abstract_chunk(p) for p in papers) if c is not None]
+
+    def pdf_chunk_texts(self, pdfs: Sequence[Path]) -> tuple[list[str], int]:
+        """(the texts our ingest embeds for these PDFs, their number of pages)."""
+        from paperchat.ingestion.chunking import PageChunker
+        from paperchat.ingestion.pdf import read_pdf
+
+        s = self.settings
+        chunker = PageChunker(s.chunk_size, s.chunk_overlap)
+        parsed = [read_pdf(p, s.max_pdf_mb, s.max_pdf_pages) for p in pdfs]
+        return [c.text for pdf in parsed for c in chunker.chunk_pages("x", pdf.pages)], sum(len(pdf.pages) for pdf in parsed)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The library's embedder on these texts, in batches of settings.batch_size."""
+        return self.library.embedder.embed(list(texts), self.settings.batch_size)
+
+    def papers_with_pdf(self, limit: int | None = None) -> list[str]:
+        """Ids of the first `limit` papers that have a PDF."""
+        return [p.id for p in self.library.catalog.iter_papers() if p.pdf_path][:limit]
+
+    def copy_subset(self, dst: Settings, n_abstracts: int | None) -> Assistant:
+        """A new library at dst.data_dir with the first n abstract papers plus every PDF chunk, copied with
+        their vectors (no re-embedding), its catalogue rows and a fresh search index; returned open, as an
+        Assistant."""
+        from paperchat.assistant.core import Assistant  # here: core imports this module
+        from paperchat.library import Library
+
+        lib = Library(dst, embedder=self.library.embedder)
+        lib.sync_topics()  # a new store: records the rules' hash, so the copied rows count as synced
+        kept_abstracts = 0
+        papers: set[str] = set()
+        for batch in self.library.store.iter_all(vectors=True):
+            keep = []
+            for i, c in enumerate(batch.chunks):
+                if c.kind == "abstract":
+                    if n_abstracts is not None and kept_abstracts >= n_abstracts:
+                        continue
+                    kept_abstracts += 1
+                keep.append(i)
+            if keep and batch.vectors is not None:
+                lib.store.upsert([batch.chunks[i] for i in keep], batch.vectors[keep])
+                papers.update(batch.chunks[i].paper_id for i in keep)
+        got = self.library.catalog.get_many(papers)
+        lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
+        for p in got.values():
+            if p.pdf_path:
+                lib.catalog.set_pdf(p, p.pdf_path, "", "", p.topics)
+        lib.lexical.rebuild(lib.store)
+        return Assistant(dst, library=lib)
+
+    def chroma_collection(self) -> tuple[Path, str]:
+        """(folder, collection name) of the local Chroma store, for baselines that query it directly."""
+        return self.settings.chroma_dir, self.library.store.collection_name
+
+    def chroma_where(self, scope: Scope) -> dict[str, Any] | None:
+        """The Chroma filter of a scope (the store writes it), for those baselines."""
+        return self.library.store.where(scope)
