@@ -1,25 +1,267 @@
 """build_app(settings) -> gr.Blocks: All topics, Topic page (momentum, latest papers, related topics,
-"Ask about this topic"), Paper view with AskPDF, PDF upload, Following & Saved, Evaluation."""
+"Ask about this topic"), Paper view with AskPDF, PDF upload, Following & Saved, Evaluation.
+
+One builder per tab makes its components and wires what happens inside it; `_wire_navigation` connects the
+tabs (hash links, J/K/S keys, follow and save) and `_api` adds the endpoints scripts call.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from paperchat.settings import Settings
+from paperchat.assistant import Assistant, pdf_folder
+from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.types import Scope
 from paperchat.ui import handlers as h
 from paperchat.ui.assets import CSS, JS
 from paperchat.ui.render import md_text
 
+EVAL_RESULTS = PROJECT_ROOT / "eval" / "results"
 
-def build_app(settings: Settings, core: h.Core | None = None) -> Any:
-    """The Gradio Blocks of paperchat; the library and models are opened once, here."""
+
+@dataclass
+class _Shell:
+    """What every tab shares: the hidden navigation box, the tab set, the open topic and paper, a notice."""
+
+    nav: Any
+    nav_btn: Any
+    tabs: Any
+    topic_state: Any
+    paper_state: Any
+    notice: Any
+
+
+@dataclass
+class _TopicTab:
+    pick: Any
+    follow_btn: Any
+    now_box: Any
+    head: Any
+    filt: Any
+    page_no: Any
+    listing: Any
+    chat: Any
+
+
+@dataclass
+class _PaperTab:
+    html: Any
+    save_btn: Any
+    chat: Any
+
+
+def _topics_tab(core: Assistant) -> tuple[Any, Any]:
+    """All topics: a search box and the topic cards. Returns (search box, cards)."""
     import gradio as gr
 
-    core = core or h.Core.open(settings)
-    names = {t.slug: t.name for t in core.library.topics.topics}
-    first = core.library.topics.topics[0].slug if core.library.topics.topics else ""
-    answerers = ["extractive", "local"] + ([settings.answerer] if settings.answerer.startswith("openai:") else [])
+    search = gr.Textbox(placeholder="Search topics by name", show_label=False)
+    overview = gr.HTML(h.topics_overview(core))
+    search.change(lambda q: h.topics_overview(core, q or ""), search, overview, api_visibility="private")
+    return search, overview
+
+
+def _show_topic(core: Assistant) -> Any:
+    """The handler that fills a topic page: (header html, paper rows, follow button)."""
+    import gradio as gr
+
+    def show_topic(slug: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:
+        try:
+            head = h.topic_header(core, slug, now or None)
+            rows, _total, _pages = h.topic_papers(core, slug, int(page or 1), filter_text or "")
+            return head["html"], rows, gr.update(value="Unfollow" if head["following"] else "Follow")
+        except Exception as exc:
+            return h._error(exc), "", gr.update()
+
+    return show_topic
+
+
+def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, answerers: list[str]) -> _TopicTab:
+    """One topic: momentum and related topics, its latest papers (paged, filtered) and its chat."""
+    import gradio as gr
+
+    names = core.topic_names()
+    pick = gr.Dropdown(choices=[(n, s) for s, n in names.items()], value=first, label="Topic")
+    with gr.Row():
+        follow_btn = gr.Button("Follow", variant="secondary", scale=0)
+        now_box = gr.Textbox(label="Now (YYYY-MM-DD; empty = newest date in the corpus)", scale=1)
+    head = gr.HTML()
+    with gr.Row():
+        with gr.Column(scale=3):
+            gr.HTML('<h3>Latest papers</h3><p class="pc-keys">Keys: J / K move, Enter opens, S saves.</p>')
+            with gr.Row():
+                filt = gr.Textbox(placeholder="Filter by title or author", show_label=False, scale=3)
+                page_no = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=1)
+            listing = gr.HTML()
+        with gr.Column(scale=2):
+            gr.HTML("<h3>Ask about this topic</h3>")
+            chat = gr.Chatbot(height=420, show_label=False, sanitize_html=True)
+            q = gr.Textbox(placeholder="Ask about this topic ...", show_label=False)
+            with gr.Accordion("Answer settings", open=False):
+                answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
+                k = gr.Slider(3, 20, value=settings.retrieval.k, step=1, label="Sources")
+                since = gr.Textbox(label="Only papers since (YYYY-MM-DD)")
+            sources = gr.HTML()
+
+    show_topic = _show_topic(core)
+    outputs = [head, listing, follow_btn]
+    pick.change(lambda s: (s, []), pick, [shell.topic_state, chat], api_visibility="private").then(
+        show_topic, [pick, now_box, filt, page_no], outputs, api_visibility="private"
+    )
+    for comp in (now_box, filt):
+        comp.submit(show_topic, [shell.topic_state, now_box, filt, page_no], outputs, api_visibility="private")
+    page_no.change(show_topic, [shell.topic_state, now_box, filt, page_no], outputs, api_visibility="private")
+
+    def turn(question: str, hist: list[dict[str, Any]], slug: str, k_: float, since_: str, name: str) -> Any:
+        for msgs, src in h.chat_stream(core, question, "topic", slug, hist or [], int(k_), since_ or None, name):
+            yield msgs, src, ""
+
+    q.submit(turn, [q, chat, shell.topic_state, k, since, answerer], [chat, sources, q], api_visibility="private", concurrency_limit=4)
+    return _TopicTab(pick, follow_btn, now_box, head, filt, page_no, listing, chat)
+
+
+def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: list[str]) -> _PaperTab:
+    """One paper: its page, Save, adding its PDF (upload or arXiv) and AskPDF."""
+    import gradio as gr
+
+    html = gr.HTML('<p class="pc-empty">Open a paper from a topic page.</p>')
+    save_btn = gr.Button("Save", scale=0)
+    with gr.Accordion("Add this paper's PDF", open=False):
+        attach = gr.File(file_types=[".pdf"], label="PDF of this paper")
+        fetch_btn = gr.Button("Download from arXiv", scale=0)
+        attach_msg = gr.Markdown()
+    gr.HTML("<h3>AskPDF</h3>")
+    chat = gr.Chatbot(height=380, show_label=False, sanitize_html=True)
+    q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
+    answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
+    sources = gr.HTML()
+
+    def turn(question: str, hist: list[dict[str, Any]], pid: str, name: str) -> Any:
+        for msgs, src in h.chat_stream(core, question, "paper", pid, hist or [], None, None, name):
+            yield msgs, src, ""
+
+    q.submit(turn, [q, chat, shell.paper_state, answerer], [chat, sources, q], api_visibility="private", concurrency_limit=4)
+
+    def on_attach(path: str | None, pid: str) -> tuple[Any, ...]:
+        if not pid:
+            return gr.update(), "Open a paper first."
+        new_pid, msg = h.upload_pdf(core, path, paper_id=pid)
+        return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
+
+    def on_fetch(pid: str) -> tuple[Any, ...]:
+        new_pid, msg = h.download_arxiv_pdf(core, pid)
+        return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
+
+    fetch_btn.click(on_fetch, shell.paper_state, [html, attach_msg], api_visibility="private", concurrency_limit=1)
+    attach.upload(on_attach, [attach, shell.paper_state], [html, attach_msg], api_visibility="private", concurrency_limit=1)
+    return _PaperTab(html, save_btn, chat)
+
+
+def _upload_tab(core: Assistant, settings: Settings, shell: _Shell, paper: _PaperTab) -> None:
+    """Upload a PDF: it is ingested, then opened in the Paper tab."""
+    import gradio as gr
+
+    up = gr.File(file_types=[".pdf"], label=f"Drop a PDF (up to {settings.max_pdf_mb:g} MB)")
+    up_msg = gr.Markdown()
+
+    def on_upload(path: str | None, progress: Any = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008 - how Gradio passes a progress bar
+        progress(0.1, desc="reading and embedding the PDF")
+        pid, msg = h.upload_pdf(core, path)
+        progress(1.0)
+        if pid is None:
+            return gr.update(), gr.update(), gr.update(), f"**{md_text(msg)}**", []
+        return gr.update(selected="paper"), pid, h.paper_view(core, pid), md_text(msg), []
+
+    up.upload(on_upload, up, [shell.tabs, shell.paper_state, paper.html, up_msg, paper.chat], api_visibility="private", concurrency_limit=1)
+
+
+def _eval_tab() -> None:
+    """The newest evaluation report, with a reload button."""
+    import gradio as gr
+
+    eval_md = gr.Markdown(h.latest_report(EVAL_RESULTS))
+    gr.Button("Reload", scale=0).click(lambda: h.latest_report(EVAL_RESULTS), None, eval_md, api_visibility="private")
+
+
+def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _TopicTab, paper: _PaperTab, lists: Any) -> None:
+    """Hash links and keys (#topic/SLUG, #paper/ID, save/ID through the hidden nav box), Follow and Save."""
+    import gradio as gr
+
+    names = core.topic_names()
+    show_topic = _show_topic(core)
+
+    def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:
+        target = (value or "").split("|")[0]
+        kind, _, rest = target.partition("/")
+        msg = ""
+        sel = gr.update()
+        if kind == "topic" and rest in names:
+            slug, sel = rest, gr.update(selected="topic")
+            page = 1
+        elif kind == "paper" and rest:
+            pid, sel = rest.split("/")[0], gr.update(selected="paper")
+        elif kind == "save" and rest:
+            try:
+                on = h.toggle_save(core, rest)
+                msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
+            except Exception as exc:
+                msg = md_text(str(exc))
+        head, rows, fbtn = show_topic(slug, now, filter_text, page)
+        view = h.paper_view(core, pid) if pid else gr.update()
+        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, h.lists_html(core), msg
+
+    outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice]
+    shell.nav_btn.click(on_nav, [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no], outputs, api_visibility="private")
+
+    def on_follow(slug: str) -> tuple[Any, ...]:
+        on = h.toggle_follow(core, slug)
+        return gr.update(value="Unfollow" if on else "Follow"), h.lists_html(core), h.topics_overview(core)
+
+    topic.follow_btn.click(on_follow, shell.topic_state, [topic.follow_btn, lists, overview], api_visibility="private")
+
+    def on_save(pid: str) -> tuple[Any, ...]:
+        if not pid:
+            return gr.update(), gr.update(), "Open a paper first."
+        on = h.toggle_save(core, pid)
+        return h.paper_view(core, pid), h.lists_html(core), f"{'Saved' if on else 'Removed from saved'}."
+
+    paper.save_btn.click(on_save, shell.paper_state, [paper.html, lists, shell.notice], api_visibility="private")
+
+
+def _api(core: Assistant) -> None:
+    """The endpoints scripts call: ask_topic, ask_paper (answer records) and upload_pdf."""
+    import gradio as gr
+
+    def ask_topic(question: str, topic: str) -> dict[str, Any]:
+        """Ask about a topic; returns the answer record (as `paperchat ask --json`)."""
+        return h.ask_json(core, question, Scope.for_topic(topic))
+
+    def ask_paper(question: str, paper_id: str) -> dict[str, Any]:
+        """Ask about one paper; returns the answer record (as `paperchat ask --json`)."""
+        return h.ask_json(core, question, Scope.for_paper(paper_id))
+
+    gr.api(ask_topic, api_name="ask_topic", concurrency_limit=4)
+    gr.api(ask_paper, api_name="ask_paper", concurrency_limit=4)
+    # scripts upload through this endpoint: a File input, so gradio_client sends the bytes
+    api_file = gr.File(elem_classes="pc-hidden")
+    api_btn = gr.Button("upload", elem_classes="pc-hidden")
+    api_out = gr.JSON(elem_classes="pc-hidden")
+
+    def upload_pdf(path: str | None) -> dict[str, Any]:
+        pid, msg = h.upload_pdf(core, path)
+        return {"paper_id": pid, "message": msg}
+
+    api_btn.click(upload_pdf, api_file, api_out, api_name="upload_pdf", concurrency_limit=1)
+
+
+def build_app(settings: Settings, core: Assistant | None = None) -> Any:
+    """The Gradio Blocks of paperchat; the library and models are opened once, here (or passed in)."""
+    import gradio as gr
+
+    core = core or Assistant.open(settings)
+    slugs = list(core.topic_names())
+    first = slugs[0] if slugs else ""
+    answerers = core.answerer_choices()
 
     with gr.Blocks(title="paperchat") as demo:
         gr.HTML(f"<style>{CSS}</style>", head=JS)
@@ -31,162 +273,24 @@ def build_app(settings: Settings, core: h.Core | None = None) -> Any:
         notice = gr.Markdown("")
 
         with gr.Tabs(selected="topics") as tabs:
+            shell = _Shell(nav, nav_btn, tabs, topic_state, paper_state, notice)
             with gr.Tab("All topics", id="topics"):
-                search = gr.Textbox(placeholder="Search topics by name", show_label=False)
-                overview = gr.HTML(h.topics_overview(core))
+                _search, overview = _topics_tab(core)
             with gr.Tab("Topic", id="topic"):
-                topic_pick = gr.Dropdown(choices=[(n, s) for s, n in names.items()], value=first, label="Topic")
-                with gr.Row():
-                    follow_btn = gr.Button("Follow", variant="secondary", scale=0)
-                    now_box = gr.Textbox(label="Now (YYYY-MM-DD; empty = newest date in the corpus)", scale=1)
-                topic_head = gr.HTML()
-                with gr.Row():
-                    with gr.Column(scale=3):
-                        gr.HTML('<h3>Latest papers</h3><p class="pc-keys">Keys: J / K move, Enter opens, S saves.</p>')
-                        with gr.Row():
-                            filt = gr.Textbox(placeholder="Filter by title or author", show_label=False, scale=3)
-                            page_no = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=1)
-                        topic_list = gr.HTML()
-                    with gr.Column(scale=2):
-                        gr.HTML("<h3>Ask about this topic</h3>")
-                        topic_chat = gr.Chatbot(height=420, show_label=False, sanitize_html=True)
-                        topic_q = gr.Textbox(placeholder="Ask about this topic ...", show_label=False)
-                        with gr.Accordion("Answer settings", open=False):
-                            t_answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
-                            t_k = gr.Slider(3, 20, value=settings.retrieval.k, step=1, label="Sources")
-                            t_since = gr.Textbox(label="Only papers since (YYYY-MM-DD)")
-                        topic_sources = gr.HTML()
+                topic = _topic_tab(core, settings, shell, first, answerers)
             with gr.Tab("Paper", id="paper"):
-                paper_html = gr.HTML('<p class="pc-empty">Open a paper from a topic page.</p>')
-                save_btn = gr.Button("Save", scale=0)
-                with gr.Accordion("Add this paper's PDF", open=False):
-                    attach = gr.File(file_types=[".pdf"], label="PDF of this paper")
-                    fetch_btn = gr.Button("Download from arXiv", scale=0)
-                    attach_msg = gr.Markdown()
-                gr.HTML("<h3>AskPDF</h3>")
-                paper_chat = gr.Chatbot(height=380, show_label=False, sanitize_html=True)
-                paper_q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
-                p_answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
-                paper_sources = gr.HTML()
+                paper = _paper_tab(core, settings, shell, answerers)
             with gr.Tab("Upload a PDF", id="upload"):
-                up = gr.File(file_types=[".pdf"], label=f"Drop a PDF (up to {settings.max_pdf_mb:g} MB)")
-                up_msg = gr.Markdown()
+                _upload_tab(core, settings, shell, paper)
             with gr.Tab("Following & Saved", id="lists"):
                 lists = gr.HTML(h.lists_html(core))
             with gr.Tab("Evaluation", id="eval"):
-                from paperchat.settings import PROJECT_ROOT
+                _eval_tab()
 
-                eval_md = gr.Markdown(h.latest_report(PROJECT_ROOT / "eval" / "results"))
-                gr.Button("Reload", scale=0).click(lambda: h.latest_report(PROJECT_ROOT / "eval" / "results"), None, eval_md, api_visibility="private")
-
-        # -- wiring -----------------------------------------------------------------------------
-        def show_topic(slug: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:
-            try:
-                head = h.topic_header(core, slug, now or None)
-                rows, _total, _pages = h.topic_papers(core, slug, int(page or 1), filter_text or "")
-                return head["html"], rows, gr.update(value="Unfollow" if head["following"] else "Follow")
-            except Exception as exc:
-                return h._error(exc), "", gr.update()
-
-        def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:
-            target = (value or "").split("|")[0]
-            kind, _, rest = target.partition("/")
-            msg = ""
-            sel = gr.update()
-            if kind == "topic" and rest in names:
-                slug, sel = rest, gr.update(selected="topic")
-                page = 1
-            elif kind == "paper" and rest:
-                pid, sel = rest.split("/")[0], gr.update(selected="paper")
-            elif kind == "save" and rest:
-                try:
-                    on = h.toggle_save(core, rest)
-                    msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
-                except Exception as exc:
-                    msg = md_text(str(exc))
-            head, rows, fbtn = show_topic(slug, now, filter_text, page)
-            paper = h.paper_view(core, pid) if pid else gr.update()
-            return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, paper, h.lists_html(core), msg
-
-        nav_outputs = [tabs, topic_state, topic_pick, paper_state, topic_head, topic_list, follow_btn, paper_html, lists, notice]
-        nav_btn.click(on_nav, [nav, topic_state, paper_state, now_box, filt, page_no], nav_outputs, api_visibility="private")
-        search.change(lambda q: h.topics_overview(core, q or ""), search, overview, api_visibility="private")
-        topic_pick.change(lambda s: (s, []), topic_pick, [topic_state, topic_chat], api_visibility="private").then(
-            show_topic, [topic_pick, now_box, filt, page_no], [topic_head, topic_list, follow_btn], api_visibility="private"
-        )
-        for comp in (now_box, filt):
-            comp.submit(show_topic, [topic_state, now_box, filt, page_no], [topic_head, topic_list, follow_btn], api_visibility="private")
-        page_no.change(show_topic, [topic_state, now_box, filt, page_no], [topic_head, topic_list, follow_btn], api_visibility="private")
-
-        def on_follow(slug: str) -> tuple[Any, ...]:
-            on = h.toggle_follow(core, slug)
-            return gr.update(value="Unfollow" if on else "Follow"), h.lists_html(core), h.topics_overview(core)
-
-        follow_btn.click(on_follow, topic_state, [follow_btn, lists, overview], api_visibility="private")
-
-        def on_save(pid: str) -> tuple[Any, ...]:
-            if not pid:
-                return gr.update(), gr.update(), "Open a paper first."
-            on = h.toggle_save(core, pid)
-            return h.paper_view(core, pid), h.lists_html(core), f"{'Saved' if on else 'Removed from saved'}."
-
-        save_btn.click(on_save, paper_state, [paper_html, lists, notice], api_visibility="private")
-
-        def topic_turn(q: str, hist: list[dict[str, Any]], slug: str, k: float, since: str, answerer: str):  # type: ignore[no-untyped-def]
-            for msgs, src in h.chat_stream(core, q, "topic", slug, hist or [], int(k), since or None, answerer):
-                yield msgs, src, ""
-
-        def paper_turn(q: str, hist: list[dict[str, Any]], pid: str, answerer: str):  # type: ignore[no-untyped-def]
-            for msgs, src in h.chat_stream(core, q, "paper", pid, hist or [], None, None, answerer):
-                yield msgs, src, ""
-
-        topic_q.submit(topic_turn, [topic_q, topic_chat, topic_state, t_k, t_since, t_answerer], [topic_chat, topic_sources, topic_q], api_visibility="private", concurrency_limit=4)
-        paper_q.submit(paper_turn, [paper_q, paper_chat, paper_state, p_answerer], [paper_chat, paper_sources, paper_q], api_visibility="private", concurrency_limit=4)
-
-        def on_upload(path: str | None, progress: Any = gr.Progress()) -> tuple[Any, ...]:
-            progress(0.1, desc="reading and embedding the PDF")
-            pid, msg = h.upload_pdf(core, path)
-            progress(1.0)
-            if pid is None:
-                return gr.update(), gr.update(), gr.update(), f"**{md_text(msg)}**", []
-            return gr.update(selected="paper"), pid, h.paper_view(core, pid), md_text(msg), []
-
-        up.upload(on_upload, up, [tabs, paper_state, paper_html, up_msg, paper_chat], api_visibility="private", concurrency_limit=1)
-
-        def on_attach(path: str | None, pid: str) -> tuple[Any, ...]:
-            if not pid:
-                return gr.update(), "Open a paper first."
-            new_pid, msg = h.upload_pdf(core, path, paper_id=pid)
-            return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
-
-        def on_fetch(pid: str) -> tuple[Any, ...]:
-            new_pid, msg = h.download_arxiv_pdf(core, pid)
-            return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
-
-        fetch_btn.click(on_fetch, paper_state, [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
-        attach.upload(on_attach, [attach, paper_state], [paper_html, attach_msg], api_visibility="private", concurrency_limit=1)
-
-        def ask_topic(question: str, topic: str) -> dict[str, Any]:
-            """Ask about a topic; returns the answer record (as `paperchat ask --json`)."""
-            return h.ask_json(core, question, Scope.for_topic(topic))
-
-        def ask_paper(question: str, paper_id: str) -> dict[str, Any]:
-            """Ask about one paper; returns the answer record (as `paperchat ask --json`)."""
-            return h.ask_json(core, question, Scope.for_paper(paper_id))
-
-        gr.api(ask_topic, api_name="ask_topic", concurrency_limit=4)
-        gr.api(ask_paper, api_name="ask_paper", concurrency_limit=4)
-        demo.load(show_topic, [topic_state, now_box, filt, page_no], [topic_head, topic_list, follow_btn], api_visibility="private")
-        # scripts upload through this endpoint: a File input, so gradio_client sends the bytes
-        api_file = gr.File(elem_classes="pc-hidden")
-        api_btn = gr.Button("upload", elem_classes="pc-hidden")
-        api_out = gr.JSON(elem_classes="pc-hidden")
-
-        def upload_pdf(path: str | None) -> dict[str, Any]:
-            pid, msg = h.upload_pdf(core, path)
-            return {"paper_id": pid, "message": msg}
-
-        api_btn.click(upload_pdf, api_file, api_out, api_name="upload_pdf", concurrency_limit=1)
+        _wire_navigation(core, shell, overview, topic, paper, lists)
+        _api(core)
+        fill = [shell.topic_state, topic.now_box, topic.filt, topic.page_no]
+        demo.load(_show_topic(core), fill, [topic.head, topic.listing, topic.follow_btn], api_visibility="private")
     demo.queue(default_concurrency_limit=4, max_size=64)
     demo.paperchat_core = core  # type: ignore[attr-defined]
     return demo
@@ -212,11 +316,7 @@ def exposure_auth(settings: Settings, insecure: bool = False) -> tuple[str, str]
 
 def allowed_paths(settings: Settings) -> list[str]:
     """The only folder the app serves files from: its own `<sha256>.pdf` copies (never a PDF's source folder)."""
-    from paperchat.ingestion.pdfstore import store_dir
-
-    folder = store_dir(settings)
-    folder.mkdir(parents=True, exist_ok=True)
-    return [str(folder.resolve())]
+    return [str(pdf_folder(settings).resolve())]
 
 
 def launch_options(settings: Settings) -> dict[str, Any]:
@@ -241,18 +341,13 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
 
     auth = exposure_auth(settings, insecure)
     port = settings.port or int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    core = h.Core.open(settings)
-    core.library.sync_topics()  # opening writes nothing: apply changed topic rules here, once per start
+    core = Assistant.open(settings)  # syncs topic membership with the rules first
     if demo_corpus:
-        from paperchat.demo import ensure_demo
-
-        report = ensure_demo(core.library, show_progress=True)
+        report = core.load_demo(show_progress=True)
         if report is not None:
             print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
-            core.library.ready_lexical()
-    from paperchat.ingestion.pdfstore import adopt_legacy_pdfs
-
-    adopted, unlinked = adopt_legacy_pdfs(core.library)  # stores made before the app kept its own copies
+            core.ready()
+    adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
     if adopted or unlinked:
         print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")
     demo = build_app(settings, core)

@@ -44,6 +44,7 @@ class BodyLimit:
         self.exempt_suffixes = exempt_suffixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 413 when its body is over the limit."""
         path = str(scope.get("path", "")).rstrip("/")
         # only Gradio's own upload route (it limits its files); /gradio_api/call/upload and other routes whose
         # api name happens to be "upload" parse a JSON body and stay capped

@@ -1,31 +1,28 @@
-"""HTML pieces of the pages. Every title, author, abstract and answer is escaped: content is data.
+"""HTML pieces of the pages, from the Jinja2 templates in `ui/templates` (autoescaped), and the Markdown of
+the chat. Every title, author, abstract and answer is escaped: content is data.
 
-Stored text (records, PDFs, answers quoting them) reaches the page only through `esc`/`shown` (HTML) or
-`md_text` (Markdown for the chat), and a stored URL becomes a link only through `safe_url` (http/https).
+Stored text (records, PDFs, answers quoting them) reaches the page only through a template (autoescaped),
+`esc` or `md_text` (Markdown for the chat), and a stored URL becomes a link only through `safe_url`
+(http/https).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
-from paperchat.citations import CITATION, parse_group
-from paperchat.tex import plain
-from paperchat.text import is_arxiv_id
-from paperchat.topics import Momentum
-from paperchat.types import Answer, Paper
+from paperchat.assistant import CITATION, Momentum, parse_group, plain
+from paperchat.types import Answer, Paper, is_arxiv_id
 
 
 def esc(text: object) -> str:
+    """HTML-escaped text (quotes too)."""
     return html.escape(str(text), quote=True)
-
-
-def shown(text: str) -> str:
-    """A title, abstract or quote for the page: LaTeX markup as plain text, then escaped."""
-    return esc(plain(text))
 
 
 _MD_SPECIAL = re.compile(r"([\\`\[\]!])")
@@ -59,54 +56,60 @@ def abs_link(p: Paper) -> str:
     return safe_url(p.url)
 
 
-def topic_link(slug: str, name: str) -> str:
-    return f'<a class="pc-tag" href="#topic/{esc(slug)}">{esc(name)}</a>'
+@dataclass(frozen=True)
+class _Bar:
+    """One bar of the weekly chart, its geometry already formatted."""
+
+    cls: str
+    x: str
+    y: str
+    w: str
+    h: str
+    week: str
+    count: int
+    total: int
 
 
-def paper_link(pid: str, title: str, page: int | None = None) -> str:
-    suffix = f"/{page}" if page else ""
-    return f'<a class="pc-paper-link" href="#paper/{esc(pid)}{suffix}">{shown(title)}</a>'
+@dataclass(frozen=True)
+class _Chart:
+    """The weekly chart of a topic: its size, bars and first and last week."""
+
+    width: int
+    height: int
+    bars: list[_Bar]
+    first: str
+    last: str
 
 
-def weekly_chart(m: Momentum, width: int = 640, height: int = 120) -> str:
-    """An inline SVG bar chart of the topic's papers per week (recent four weeks highlighted)."""
+def weekly_bars(m: Momentum, width: int = 640, height: int = 120) -> _Chart | None:
+    """The bars of the weekly chart (recent four weeks highlighted); None when there is no week."""
     if not m.weekly:
-        return ""
-    counts = [c for _, c, _ in m.weekly]
-    top = max(max(counts), 1)
-    n = len(counts)
-    bw = width / n
+        return None
+    top = max(max(c for _, c, _ in m.weekly), 1)
+    bw = width / len(m.weekly)
     recent_start = m.now - dt.timedelta(days=m.now.weekday()) - dt.timedelta(weeks=3)
     bars = []
     for i, (week, c, total) in enumerate(m.weekly):
         h = (height - 18) * c / top
         cls = "pc-bar-recent" if week >= recent_start else "pc-bar"
-        bars.append(
-            f'<rect class="{cls}" x="{i * bw:.1f}" y="{height - 14 - h:.1f}" width="{max(bw - 1, 1):.1f}" height="{h:.1f}">'
-            f"<title>week of {week.isoformat()}: {c} papers ({total} in all)</title></rect>"
-        )
-    first, last = m.weekly[0][0].isoformat(), m.weekly[-1][0].isoformat()
-    return (
-        f'<svg class="pc-chart" viewBox="0 0 {width} {height}" role="img" aria-label="papers per week">'
-        + "".join(bars)
-        + f'<text x="0" y="{height - 2}" class="pc-axis">{first}</text>'
-        + f'<text x="{width}" y="{height - 2}" text-anchor="end" class="pc-axis">{last}</text></svg>'
-    )
+        bars.append(_Bar(cls, f"{i * bw:.1f}", f"{height - 14 - h:.1f}", f"{max(bw - 1, 1):.1f}", f"{h:.1f}", week.isoformat(), c, total))
+    return _Chart(width, height, bars, m.weekly[0][0].isoformat(), m.weekly[-1][0].isoformat())
 
 
-def paper_rows(papers: Sequence[Paper], names: dict[str, str], saved: set[str]) -> str:
-    """The latest-papers list: one selectable row per paper (J/K move, Enter opens, S saves)."""
-    rows = []
-    for p in papers:
-        tags = " ".join(topic_link(t, names.get(t, t)) for t in p.topics)
-        star = '<span class="pc-saved" title="saved">&#9733;</span>' if p.id in saved else ""
-        pdf = '<span class="pc-pdf">PDF</span>' if p.pdf_path else ""
-        rows.append(
-            f'<div class="pc-row" data-paper="{esc(p.id)}" tabindex="-1">'
-            f'<div class="pc-row-title">{star}{paper_link(p.id, p.title)} {pdf}</div>'
-            f'<div class="pc-row-meta">{esc(p.date or "")} &middot; {esc(p.short_authors())} &middot; {tags}</div></div>'
-        )
-    return '<div class="pc-list">' + "".join(rows) + "</div>" if rows else '<p class="pc-empty">No papers match.</p>'
+def render(template: str, **context: Any) -> str:
+    """A page piece from `ui/templates/<template>` (autoescaped: stored text never becomes markup)."""
+    return _env().get_template(template).render(**context).strip()
+
+
+@functools.cache
+def _env() -> Any:
+    from jinja2 import Environment, PackageLoader
+
+    env = Environment(loader=PackageLoader("paperchat.ui", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["plain"] = plain  # LaTeX markup as plain text; autoescape escapes the result
+    env.filters["commas"] = lambda n: f"{n:,}"
+    env.filters["urlquote"] = lambda v: quote(str(v))
+    return env
 
 
 def answer_markdown(ans: Answer) -> str:
@@ -149,12 +152,6 @@ def sources_panel(ans: Answer) -> str:
     rows = []
     for s in ans.sources:
         c = cited.get(s.n)
-        quote = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
-        sup = f" &middot; support {c.support:.2f}" if c else ""
-        page = f" &middot; p. {s.page}" if s.page else ""
-        cls = "pc-source pc-cited" if c else "pc-source"
-        rows.append(
-            f'<div class="{cls}"><b>[{s.n}]</b> {paper_link(s.paper_id, s.title, s.page)}{page}'
-            f' &middot; score {s.score:.4f}{sup}<blockquote>{shown(quote)}</blockquote></div>'
-        )
-    return '<div class="pc-sources"><h4>Sources</h4>' + "".join(rows) + "</div>" if rows else ""
+        quote_text = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
+        rows.append({"source": s, "cited": c, "quote": quote_text})
+    return render("sources.html", rows=rows)
