@@ -1,13 +1,21 @@
-"""One Settings object, read from the environment (PAPERCHAT_ prefix, nested with __) and passed explicitly."""
+"""One Settings object, read from the environment (PAPERCHAT_ prefix, nested with __) and passed explicitly.
+
+`load_settings` is how a command builds it: a misspelled PAPERCHAT_ variable or a bad value is a
+`ConfigError` of one line (with the closest valid name), not a silent default or a pydantic traceback.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
-
+import difflib
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from paperchat.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,16 +124,86 @@ class Settings(BaseSettings):
 
     @property
     def chroma_dir(self) -> Path:
+        """The local Chroma folder."""
         return self.data_dir / "chroma"
 
     @property
     def catalog_path(self) -> Path:
+        """The SQLite catalogue."""
         return self.data_dir / "catalog.sqlite"
 
     @property
     def lexical_dir(self) -> Path:
+        """The search index snapshots."""
         return self.data_dir / "lexical"
 
     @property
     def uploads_dir(self) -> Path:
+        """The stored PDF copies (`<sha256>.pdf`)."""
         return self.data_dir / "uploads"
+
+
+# -- building Settings for a command ---------------------------------------------------------------
+
+PREFIX = "PAPERCHAT_"
+# PAPERCHAT_ variables that are not settings: read by the test suite (tests/conftest.py, test_chroma_server.py,
+# test_load.py) and exported by scripts/test.sh, so every command the tests start sees them
+NOT_SETTINGS = frozenset({"PAPERCHAT_TEST_DATA", "PAPERCHAT_TEST_CHROMA_URL", "PAPERCHAT_LOAD_SECONDS"})
+
+
+def setting_names(model: type[BaseModel] = Settings, prefix: str = PREFIX) -> list[str]:
+    """Every environment name that sets a field: PAPERCHAT_<FIELD>, and PAPERCHAT_<GROUP>__<FIELD> for
+    nested groups (the group itself takes JSON)."""
+    names = []
+    for name, field in model.model_fields.items():
+        env = prefix + name.upper()
+        names.append(env)
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            names += setting_names(sub, env + "__")
+    return names
+
+
+def check_environment(environ: Mapping[str, str] | None = None, env_file: Path | None = Path(".env")) -> None:
+    """Refuse PAPERCHAT_ variables that set nothing (pydantic-settings would ignore them silently).
+
+    Args:
+        environ: the environment (os.environ when None).
+        env_file: a .env file whose PAPERCHAT_ keys are checked too (read as Settings reads it).
+
+    Raises:
+        ConfigError: one line naming the unknown variable and the closest valid name.
+    """
+    valid = set(setting_names()) | NOT_SETTINGS
+    found = [(k, "the environment") for k in (os.environ if environ is None else environ)]
+    if env_file is not None and env_file.is_file():
+        from dotenv import dotenv_values
+
+        found += [(k, str(env_file)) for k in dotenv_values(env_file)]
+    for key, where in found:
+        name = key.upper()  # pydantic-settings reads names case-insensitively
+        if name.startswith(PREFIX) and name not in valid:
+            # compared without the prefix, which every name shares and which would make any name look close
+            close = difflib.get_close_matches(name[len(PREFIX) :], [v[len(PREFIX) :] for v in sorted(valid - NOT_SETTINGS)], n=1, cutoff=0.6)
+            hint = f"did you mean {PREFIX}{close[0]}? " if close else ""
+            raise ConfigError(f"unknown setting {key} in {where}", f"{hint}fix or unset it; .env.example lists every setting")
+
+
+def _env_name(loc: tuple[int | str, ...]) -> str:
+    return PREFIX + "__".join(str(part).upper() for part in loc)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment and .env (checked first, see `check_environment`) with overrides.
+
+    Raises:
+        ConfigError: an unknown PAPERCHAT_ variable, or a value that is not valid, in one line.
+    """
+    check_environment()
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = [f"{_env_name(e['loc'])}={e['input']!r}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError(f"bad setting {'; '.join(problems)}", "fix the value or unset it; .env.example lists every setting") from None
+    except SettingsError as exc:  # a nested group given as malformed JSON
+        raise ConfigError(f"bad setting: {exc}", "fix the value or unset it; .env.example lists every setting") from None

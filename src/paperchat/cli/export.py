@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from paperchat.cli import _library, _settings
-from paperchat.dates import user_day
+from paperchat.assistant import user_day
+from paperchat.cli.common import open_assistant, settings_from
 from paperchat.errors import InputError
 
 
-def add_export_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """`paperchat export bibtex ...`."""
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the chosen papers as BibTeX to stdout (the number of entries to stderr)."""
+    if not (args.saved or args.topic or args.ids):
+        raise InputError("say what to export", "give --saved, --topic SLUG or --ids ID ...")
+    since, until = user_day(args.since), user_day(args.until)
+    text, n = open_assistant(settings_from(args)).bibtex(saved=args.saved, topic=args.topic, ids=args.ids, since=since, until=until)
+    sys.stdout.write(text)
+    print(f"paperchat: {n} entries", file=sys.stderr)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `export bibtex`."""
     ex = sub.add_parser("export", help="export papers as BibTeX")
     ex_sub = ex.add_subparsers(dest="export_format", required=True)
     b = ex_sub.add_parser("bibtex", help="saved papers, a topic's papers, or given ids, as BibTeX on stdout")
@@ -21,16 +33,3 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     b.add_argument("--since", help="only papers from this date (YYYY-MM-DD)")
     b.add_argument("--until", help="only papers up to this date (YYYY-MM-DD)")
     b.set_defaults(func=cmd_export)
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from paperchat.bibtex import select, to_bibtex
-
-    if not (args.saved or args.topic or args.ids):
-        raise InputError("say what to export", "give --saved, --topic SLUG or --ids ID ...")
-    since, until = user_day(args.since), user_day(args.until)
-    lib = _library(_settings(args))
-    papers = select(lib, saved=args.saved, topic=args.topic, ids=args.ids, since=since, until=until)
-    sys.stdout.write(to_bibtex(papers))
-    print(f"paperchat: {len(papers)} entries", file=sys.stderr)
-    return 0

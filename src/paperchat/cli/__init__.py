@@ -1,0 +1,46 @@
+"""`paperchat` command line: parse, build Settings (in `common.settings_from`), call the facade, print.
+
+One module per command group (`ingest`, `ask`, `topics`, `serve`, `eval`, `bench`, `doctor`, `export`); each adds its
+parsers with `set_defaults(func=...)`. Every user error prints one line (`paperchat: error: ... (what to
+do)`) and exits 2; ingest exits 0 (all fine), 1 (some inputs failed) or 2 (nothing could be ingested).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from paperchat.cli import ask, bench, doctor, evaluate, export, ingest, serve, topics
+from paperchat.cli.common import OneLineParser
+from paperchat.errors import PaperchatError
+
+GROUPS = (ingest, topics, ask, evaluate, bench, doctor, export, serve)
+
+
+def build_parser() -> OneLineParser:
+    """The whole command line: the global --data-dir and every command group's sub-commands."""
+    p = OneLineParser(prog="paperchat", description="Research assistant over papers.")
+    p.add_argument("--data-dir", help="data directory (default: PAPERCHAT_DATA_DIR or ./.paperchat)")
+    sub = p.add_subparsers(dest="command", required=True)
+    for group in GROUPS:
+        group.register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (errors are printed as one line, never a traceback)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except PaperchatError as exc:
+        from paperchat.assistant import printable
+
+        print(printable(f"paperchat: error: {exc}"), file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other commands do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("paperchat: interrupted; run the same command again to finish (nothing is lost)", file=sys.stderr)
+        return 130

@@ -1,0 +1,72 @@
+"""`paperchat bench ingest|query|startup`: benchmarks against a baseline measured in the same run
+(`paperchat.bench`, imported only here; its naive baseline needs the `dev` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from paperchat.cli.common import open_assistant, settings_from
+
+
+def machine() -> str:
+    """One line about this machine, stored with the results."""
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run one benchmark; print its numbers (or JSON) and merge them into --out."""
+    from paperchat import bench
+
+    settings = settings_from(args)
+    res: dict[str, Any]
+    if args.what == "ingest":
+        res = {"abstracts": bench.bench_ingest(Path(args.source), args.limit, settings)}
+        if args.pdfs:
+            pdfs = sorted(Path(args.pdfs).rglob("*.pdf"))[: args.pdf_limit]
+            res["pdfs"] = bench.bench_ingest_pdfs(pdfs, settings)
+    elif args.what == "query":
+        rows = [json.loads(line) for line in open(args.source, encoding="utf-8") if line.strip()]
+        qs = [(r["question"], r["topic"]) for r in rows if r.get("scope") == "topic"]
+        assistant = open_assistant(settings)
+        papers = assistant.papers_with_pdf(args.papers)
+        assistant.close()
+        sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
+        res = {"query": bench.bench_query_sizes(settings, qs, papers, sizes)}
+    else:
+        res = {"startup": bench.bench_startup(settings, args.source, args.topic)}
+    if args.out:
+        out = Path(args.out)
+        old = json.loads(out.read_text()) if out.exists() else {}
+        old.update(res)
+        old["machine"] = machine()
+        out.write_text(json.dumps(old, indent=2))
+        out.with_suffix(".svg").write_text(bench.chart_svg(old))
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for part, vals in res.items():
+            print(f"[{part}]")
+            for k, v in vals.items():
+                print(f"  {k:<28} {v}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `bench`."""
+    bn = sub.add_parser("bench", help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, startup and memory")
+    bn.add_argument("what", choices=["ingest", "query", "startup"])
+    bn.add_argument("source", help="ingest: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question")
+    bn.add_argument("--limit", type=int, help="ingest: only the first N records")
+    bn.add_argument("--pdfs", help="ingest: also a folder of PDFs")
+    bn.add_argument("--pdf-limit", type=int, default=40, help="ingest: at most N PDFs of --pdfs")
+    bn.add_argument("--sizes", default="1000,10000,all", help="query: store sizes in abstracts (subsets copied with their vectors)")
+    bn.add_argument("--papers", type=int, default=10, help="query: paper-scope questions over N papers with PDFs")
+    bn.add_argument("--topic", default="rag", help="startup: the topic of the question")
+    bn.add_argument("--out", help="merge the results into this JSON file (and write a .svg chart beside it)")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=cmd_bench)

@@ -1,0 +1,127 @@
+"""`paperchat eval run|report|compare|calibrate|beir`: the evaluation commands (the library is
+`paperchat.evaluation`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from paperchat.cli.common import open_assistant, settings_from
+from paperchat.errors import InputError
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run question sets through the pipeline; print the headline table (or summary.json)."""
+    from paperchat.evaluation import report, runner
+
+    out = Path(args.out) if args.out else None
+    # the store the run needs is cached beside the results, so a second run ingests nothing
+    settings = settings_from(args, default_data_dir=out.parent / ".store" if out is not None else None)
+    summary = runner.run([Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, None, args.judge)
+    if out is not None:
+        report.write_report(out)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(report.markdown(summary, []).split("## Worst")[0].strip())
+        if out is not None:
+            print(f"\nresults in {out}/ (results.jsonl, summary.json, report.md, report.html)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write report.md and report.html of a results folder."""
+    from paperchat.evaluation import report
+
+    md, page = report.write_report(Path(args.folder))
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Per-metric deltas of two runs; exit 1 when a --fail-under bound is broken."""
+    from paperchat.evaluation import runner
+
+    bounds = {}
+    for b in args.fail_under or []:
+        k, _, v = b.partition("=")
+        try:
+            bounds[k] = float(v)
+        except ValueError as exc:
+            raise InputError(f"bad bound {b!r}", "write metric=value, e.g. retrieval.recall@10=0.85") from exc
+    text, code = runner.compare(Path(args.base), Path(args.new), bounds)
+    print(text)
+    return code
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Sweep the abstention threshold over question sets and recommend one."""
+    from paperchat.evaluation import runner
+    from paperchat.evaluation.calibrate import sweep, top_scores
+    from paperchat.evaluation.questions import load_set
+
+    settings = settings_from(args)
+    assistant = open_assistant(settings)
+    data = Path(args.data) if args.data else None
+    qs = [q for s in args.set for q in load_set(Path(s))[0]]
+    runner.prepare(assistant, qs, data)
+    res = sweep(top_scores(assistant, qs, data))
+    res["current"] = settings.retrieval.abstain_below
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"{res['answerable']} answerable, {res['unanswerable']} unanswerable questions")
+    print(f"lowest best-passage score of an answerable question: {res['answerable_min_top_dense']}")
+    print(f"best-passage scores of the unanswerable ones: {res['unanswerable_top_dense']}")
+    print("threshold  wrong refusals  right refusals  decision accuracy")
+    for r in res["table"][::5]:
+        print(f"{r['threshold']:>9.2f}  {r['wrong_refusals']:>14}  {r['right_refusals']:>14}  {r['decision_accuracy']:>17.3f}")
+    print(f"recommended PAPERCHAT_RETRIEVAL__ABSTAIN_BELOW={res['recommended']} (now {res['current']})")
+    return 0
+
+
+def cmd_beir(args: argparse.Namespace) -> int:
+    """SciFact: BM25, dense and hybrid nDCG@10 and Recall@100 on the test claims."""
+    from paperchat.evaluation.beir import scifact
+
+    result = scifact(settings_from(args), Path(args.folder), args.tune)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for name, m in result["test"].items():
+            print(f"{name:<7} nDCG@10 {m['ndcg@10']:.4f}  Recall@100 {m['recall@100']:.4f}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `eval` and its sub-commands."""
+    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir")
+    ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
+    er = ev_sub.add_parser("run", help="run question sets through the pipeline")
+    er.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
+    er.add_argument("--data", help="folder with pdfs/ and abstracts/ (ingested as needed)")
+    er.add_argument("--answerer", help="override PAPERCHAT_ANSWERER")
+    er.add_argument("--out", help="results folder")
+    er.add_argument("--judge", action="store_true", help="also grade correctness and faithfulness with an LLM (PAPERCHAT_JUDGE)")
+    er.add_argument("--json", action="store_true", help="print summary.json")
+    er.set_defaults(func=cmd_run)
+    rp = ev_sub.add_parser("report", help="write report.md and report.html of a results folder")
+    rp.add_argument("folder")
+    rp.set_defaults(func=cmd_report)
+    cp = ev_sub.add_parser("compare", help="compare two runs; exit 1 when a --fail-under bound is broken")
+    cp.add_argument("base")
+    cp.add_argument("new")
+    cp.add_argument("--fail-under", action="append", help="metric=value, e.g. retrieval.recall@10=0.85")
+    cp.set_defaults(func=cmd_compare)
+    cb = ev_sub.add_parser("calibrate", help="sweep the abstention threshold over question sets")
+    cb.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
+    cb.add_argument("--data", help="folder with pdfs/ and abstracts/ (ingested as needed)")
+    cb.add_argument("--json", action="store_true")
+    cb.set_defaults(func=cmd_calibrate)
+    bz = ev_sub.add_parser("beir", help="SciFact: BM25, dense and hybrid nDCG@10 / Recall@100 on the test claims")
+    bz.add_argument("folder")
+    bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
+    bz.add_argument("--json", action="store_true")
+    bz.set_defaults(func=cmd_beir)
