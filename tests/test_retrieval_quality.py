@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from paperchat.assistant import Assistant
 from paperchat.demo import load_vectors
 from paperchat.evaluation.questions import Question, load_set
 from paperchat.evaluation.sweep import retrieval_metrics
@@ -53,7 +54,7 @@ def _mean(rows: dict[str, dict[str, float]], qs: list[Question], kind: str, metr
 )
 def test_topic_recall(quality_library: Library, shared: Path, name: str, known_recall: float, known_mrr: float, multi_recall: float) -> None:
     qs = _questions(shared, name)
-    rows = retrieval_metrics(quality_library, quality_library.settings.retrieval, qs, None)
+    rows = retrieval_metrics(Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval, qs, None)
     got = (_mean(rows, qs, "known-item", "recall@10"), _mean(rows, qs, "known-item", "mrr"), _mean(rows, qs, "multi-paper", "recall@10"))
     assert got[0] >= known_recall and got[1] >= known_mrr and got[2] >= multi_recall, f"{name}: known-item recall@10, MRR, multi-paper recall@10 = {got}"
 
@@ -63,7 +64,7 @@ def test_soft_topic_prior_finds_papers_the_rules_miss(quality_library: Library, 
     never find them; the soft prior (the default) ranks them in the top 10."""
     qs = [q for q in _questions(shared, "topic_tune") if q.kind == "known-item" and not all(getattr(q, "rule_member", [True]))]
     assert len(qs) >= 3
-    soft = retrieval_metrics(quality_library, quality_library.settings.retrieval, qs, None)
-    hard = retrieval_metrics(quality_library, quality_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}), qs, None)
+    soft = retrieval_metrics(Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval, qs, None)
+    hard = retrieval_metrics(Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}), qs, None)
     assert all(soft[q.id]["recall@10"] == 1.0 for q in qs), {q.id: soft[q.id] for q in qs}
     assert all(hard[q.id]["recall@10"] == 0.0 for q in qs)
