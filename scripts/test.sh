@@ -8,6 +8,9 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   apt-get install -y -q chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium >/dev/null; }
 fi
 source scripts/env.sh
+# gates: types and lint, clean on src/ (and tests/ for lint) before any test runs
+.venv/bin/mypy src
+.venv/bin/ruff check src tests
 export PAPERCHAT_TEST_DATA=${PAPERCHAT_TEST_DATA:-$(cd .. && pwd)/shared/data}
 
 # a real Chroma server on a free loopback port with a temporary path, for tests/test_chroma_server.py;

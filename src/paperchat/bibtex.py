@@ -13,8 +13,8 @@ import unicodedata
 from collections.abc import Iterable
 
 from paperchat.errors import NotFound
-from paperchat.text import STOPWORDS as _STOPWORDS
 from paperchat.library import Library
+from paperchat.text import STOPWORDS as _STOPWORDS
 from paperchat.types import Paper, is_arxiv_id
 
 _SPECIAL = re.compile(r"([&%$#_])")

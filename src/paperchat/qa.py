@@ -13,7 +13,6 @@ from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answ
 from paperchat.retrieval import Retriever, rewrite_followup
 from paperchat.types import Answer, Hit, Scope, Source
 
-
 _PROMPT_LINES = [ln.strip() for ln in SYSTEM_PROMPT.splitlines() if len(ln.strip()) > 30]
 
 

@@ -111,7 +111,7 @@ class Retriever:
         if scope.kind != "topic" or p.feedback_chunks <= 0 or p.feedback_weight <= 0 or not lexical:
             return qv
         rows = [lex.pos[cid] for cid, _ in lexical[: p.feedback_chunks] if cid in lex.pos]
-        if not rows:
+        if not rows or lex.vectors is None:
             return qv
         moved = qv + p.feedback_weight * lex.vectors[rows].mean(axis=0)
         return moved / (np.linalg.norm(moved) or 1.0)
@@ -354,7 +354,7 @@ class _Windows:
                 if tf:
                     scores[i] += idf * tf * (self.K1 + 1) / (tf + self.K1 * (1 - self.B + self.B * self.lengths[i] / avg))
         best: dict[str, float] = {}
-        for i in np.flatnonzero(scores > 0):
+        for i in np.flatnonzero(scores > 0).tolist():
             cid = self.owner[i]
             if scores[i] > best.get(cid, 0.0):
                 best[cid] = float(scores[i])

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from paperchat.catalog import DiscoveredTopic
-from paperchat.text import printable
 from paperchat.library import Library
+from paperchat.text import printable
 from paperchat.topic_labels import npmi_coherence, phrases
 
 

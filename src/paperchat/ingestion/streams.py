@@ -18,7 +18,10 @@ def _too_long(lineno: int, max_line: int) -> str:
 
 
 def open_binary(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")  # noqa: SIM115 - caller closes
+    """The file opened for reading bytes, gunzipped on the fly when it ends in .gz (the caller closes it)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # GzipFile is an IO[bytes] in practice
+    return open(path, "rb")  # noqa: SIM115 - caller closes
 
 
 def lines(fh: IO[bytes], where: str, max_line: int, failure: Callable[[str, str], F]) -> Iterator[tuple[int, bytes] | F]:

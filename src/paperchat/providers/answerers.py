@@ -238,7 +238,7 @@ class OpenAIAnswerer:
         self.llm = ChatOpenAI(
             model=model,
             base_url=base_url,
-            api_key=key or "not-needed",  # type: ignore[arg-type]
+            api_key=key or "not-needed",
             timeout=timeout,
             max_retries=max_retries,
             temperature=0.0,

@@ -292,7 +292,7 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
         fill = [shell.topic_state, topic.now_box, topic.filt, topic.page_no]
         demo.load(_show_topic(core), fill, [topic.head, topic.listing, topic.follow_btn], api_visibility="private")
     demo.queue(default_concurrency_limit=4, max_size=64)
-    demo.paperchat_core = core  # type: ignore[attr-defined]
+    demo.paperchat_core = core
     return demo
 
 
