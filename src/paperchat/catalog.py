@@ -118,6 +118,7 @@ class Catalog(DiscoveryTables):
             self.restore_user_lists()
 
     def close(self) -> None:
+        """Close the database connection."""
         self._conn.close()
 
     def integrity(self) -> str:
@@ -206,6 +207,7 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def remove_paper(self, paper_id: str) -> bool:
+        """Delete a paper with its topics, tags and save; True when it existed."""
         with self._lock:
             with self._conn:
                 cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
@@ -234,11 +236,13 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def get(self, paper_id: str) -> Paper | None:
+        """The paper with this id, or None."""
         papers = self.get_many([paper_id])
         return papers.get(paper_id)
 
     @_guarded
     def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
+        """Papers by id (with their topics) for the ids found; unknown ids are left out."""
         ids = list(dict.fromkeys(ids))
         out: dict[str, Paper] = {}
         with self._lock:
@@ -256,6 +260,7 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def find_by_pdf_sha(self, sha256: str) -> Paper | None:
+        """The paper whose PDF has this SHA-256, or None."""
         with self._lock:
             row = self._conn.execute("SELECT id FROM papers WHERE pdf_sha256=?", (sha256,)).fetchone()
         return self.get(row[0]) if row else None
@@ -277,6 +282,7 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def topic_counts(self) -> dict[str, int]:
+        """Number of papers in each topic."""
         with self._lock:
             return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_topics GROUP BY topic").fetchall())
 
@@ -301,6 +307,7 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def iter_papers(self) -> Iterator[Paper]:
+        """Every paper in the catalogue (without topics)."""
         with self._lock:
             rows = self._conn.execute(f"SELECT {self._COLS} FROM papers").fetchall()
         for row in rows:
@@ -308,6 +315,7 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def count(self) -> int:
+        """Number of papers in the catalogue."""
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
 
@@ -315,12 +323,14 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def get_meta(self, key: str) -> str | None:
+        """The stored value of a meta key, or None."""
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else None
 
     @_guarded
     def set_meta(self, key: str, value: str) -> None:
+        """Store a meta key's value, replacing any old one."""
         with self._lock, self._conn:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
@@ -376,18 +386,22 @@ class Catalog(DiscoveryTables):
 
     @_guarded
     def follow(self, topic: str, on: bool = True) -> None:
+        """Follow a topic (or unfollow it when on is False)."""
         self._toggle("follows", "topic", topic, on)
 
     @_guarded
     def save(self, paper_id: str, on: bool = True) -> None:
+        """Save a paper (or unsave it when on is False)."""
         self._toggle("saves", "paper_id", paper_id, on)
 
     @_guarded
     def followed(self) -> list[str]:
+        """Followed topics, oldest follow first."""
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
 
     @_guarded
     def saved(self) -> list[str]:
+        """Saved paper ids, most recently saved first."""
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]

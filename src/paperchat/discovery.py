@@ -48,6 +48,7 @@ class DiscoverySettings:
     labels: LabelSettings = field(default_factory=LabelSettings)
 
     def k_for(self, n: int) -> int:
+        """Number of topics to cluster n papers into."""
         if self.n_topics:
             return max(1, min(self.n_topics, n))
         return max(self.min_topics, min(self.max_topics, round(n / self.papers_per_topic), n))
@@ -65,6 +66,7 @@ class DiscoveryReport:
     run: dict[str, Any]
 
     def summary(self) -> str:
+        """One line describing the topics found."""
         sizes = sorted((t.size for t in self.topics), reverse=True)
         mid = sizes[len(sizes) // 2] if sizes else 0
         return (
@@ -196,6 +198,7 @@ def match_slugs(
 
 
 def corpus_hash(ids: list[str], vectors: np.ndarray) -> str:
+    """Short hash of the paper ids and their vectors, naming a discovery input."""
     h = hashlib.sha256("\n".join(ids).encode())
     h.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
     return h.hexdigest()[:16]

@@ -48,6 +48,7 @@ class Inventory:
 
     @classmethod
     def of(cls, store: VectorStore) -> Inventory:
+        """Chunk ids, abstract chunks and PDF chunk counts per paper in the store."""
         inv = cls()
         for batch in store.iter_all(texts=False):
             for c in batch.chunks:
@@ -60,6 +61,7 @@ class Inventory:
 
     @property
     def papers(self) -> set[str]:
+        """Ids of the papers with any chunk in the store."""
         return set(self.abstracts) | set(self.pdf_chunks)
 
 
@@ -94,6 +96,7 @@ class Health:
 
     @property
     def ok(self) -> bool:
+        """True when no problem was found."""
         return not self.problems
 
 

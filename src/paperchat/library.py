@@ -153,6 +153,7 @@ class Library:
         return []
 
     def close(self) -> None:
+        """Close the catalogue."""
         self.catalog.close()
 
     # -- topics ------------------------------------------------------------------------------------

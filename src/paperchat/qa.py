@@ -49,11 +49,13 @@ class QA:
 
     @property
     def answerer(self) -> Answerer:
+        """The answerer, created from the settings on first use."""
         if self._answerer is None:
             self._answerer = get_answerer(self.lib.settings, embedder=self.lib.embedder)
         return self._answerer
 
     def sources(self, hits: Sequence[Hit]) -> list[Source]:
+        """Numbered sources for the hits, with their papers' metadata."""
         papers = self.lib.catalog.get_many(h.chunk.paper_id for h in hits)
         out = []
         for i, h in enumerate(hits, start=1):
@@ -84,6 +86,7 @@ class QA:
             self.lib.topics.get(scope.topic or "")
 
     def rewrite(self, question: str, history: Sequence[str], answerer: Answerer) -> str:
+        """The follow-up question made standalone from the history (by the LLM when it can)."""
         if not history:
             return question
         if answerer.can_complete:  # an LLM rewrites the follow-up; else the deterministic rewrite

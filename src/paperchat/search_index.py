@@ -102,10 +102,12 @@ class SearchSnapshot:
         return [(self.ids[i], float(scores[t])) for i, t in zip(idx, top, strict=True)]
 
     def paper_of(self, cid: str) -> str | None:
+        """The paper id of a chunk, or None when the chunk is unknown."""
         i = self.pos.get(cid)
         return None if i is None else str(self.paper_ids[i])
 
     def cosine(self, cid: str, query_vector: np.ndarray) -> float | None:
+        """Cosine of a chunk's vector with the query vector, or None when unavailable."""
         i = self.pos.get(cid)
         if i is None or self.vectors is None:
             return None
@@ -247,14 +249,17 @@ class SearchIndex:
 
     @property
     def dirty_marker(self) -> Path:
+        """Path of the DIRTY marker file."""
         return self.root / "DIRTY"
 
     def mark_dirty(self) -> None:
+        """Create the DIRTY marker: the index no longer matches the store."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.dirty_marker.touch()
         self._writing = True
 
     def is_dirty(self) -> bool:
+        """True when the DIRTY marker exists."""
         return self.dirty_marker.exists()
 
     def _current_dir(self) -> Path | None:

@@ -46,6 +46,7 @@ class Tokenizer:
         self._stem = Stemmer.Stemmer("english")
 
     def __call__(self, text: str) -> list[str]:
+        """Lower-cased, stemmed tokens of a text, stopwords dropped (hyphenated words also joined)."""
         words: list[str] = []
         for w in _TOKEN.findall(text.lower()):
             if "-" not in w:

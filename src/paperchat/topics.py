@@ -134,6 +134,7 @@ class TopicSet:
         return [m.group(0) for m in self._any[slug].finditer(text)]
 
     def get(self, slug: str) -> Topic:
+        """The topic with this slug; raises ConfigError when there is none."""
         if slug not in self.by_slug:
             raise ConfigError(f"unknown topic {slug!r}", f"choose one of: {', '.join(self.by_slug)}")
         return self.by_slug[slug]

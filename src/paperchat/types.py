@@ -35,6 +35,7 @@ class Paper(BaseModel):
 
     @property
     def pdf_url(self) -> str:
+        """Link to the paper's arXiv PDF, or '' when the id is not an arXiv id."""
         return f"https://arxiv.org/pdf/{self.id}" if is_arxiv_id(self.id) else ""
 
     def short_authors(self, n: int = 3) -> str:
@@ -99,13 +100,16 @@ class Scope(BaseModel):
 
     @classmethod
     def for_topic(cls, slug: str, since: dt.date | None = None, until: dt.date | None = None) -> Scope:
+        """Scope of one topic, optionally within a date window."""
         return cls(kind="topic", topic=slug, since=since, until=until)
 
     @classmethod
     def for_paper(cls, paper_id: str) -> Scope:
+        """Scope of a single paper."""
         return cls(kind="paper", paper_id=paper_id)
 
     def describe(self) -> str:
+        """Human-readable description of the scope."""
         base = {"topic": f"topic {self.topic}", "paper": f"paper {self.paper_id}", "all": "all papers"}[self.kind]
         if self.since or self.until:
             base += f" ({self.since or '...'} to {self.until or 'now'})"
@@ -161,6 +165,7 @@ class Answer(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
+        """The answer as a JSON-ready dict, with sources reduced to their key fields."""
         data = self.model_dump(mode="json")
         data["sources"] = [
             {"n": s.n, "paper_id": s.paper_id, "page": s.page, "score": round(s.score, 5), "dense": s.dense, "lexical": s.lexical, "title": s.title, "url": s.url, "chunk_id": s.chunk_id}

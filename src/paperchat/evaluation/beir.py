@@ -26,6 +26,8 @@ from paperchat.text import Tokenizer, split_sentences
 
 @dataclass
 class BeirData:
+    """A BEIR corpus: document ids and texts, queries and graded relevance judgements."""
+
     doc_ids: list[str]
     texts: list[str]
     queries: dict[str, str]
@@ -87,6 +89,7 @@ class DenseIndex:
         self.win_doc = np.asarray(win_doc, dtype=np.int64)
 
     def scores(self, qv: np.ndarray, use_windows: bool = True) -> np.ndarray:
+        """Cosine score of each document for a query vector (best of the document and its windows)."""
         s = self.doc_vecs @ qv
         if use_windows and len(self.win_doc):
             ws = self.win_vecs @ qv
@@ -103,6 +106,7 @@ def ndcg_at_k(ranked: Sequence[str], rel: dict[str, int], k: int = 10) -> float:
 
 
 def recall_at_k(ranked: Sequence[str], rel: dict[str, int], k: int) -> float:
+    """Share of the relevant documents among the first k ranked."""
     wanted = {d for d, r in rel.items() if r > 0}
     return len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0
 
@@ -127,6 +131,7 @@ class Bench:
         return self._qv[q]
 
     def rankings(self, q: str, depth: int = 100, use_windows: bool = True) -> tuple[list[str], list[str]]:
+        """BM25 and dense rankings of the corpus for one query."""
         toks = [t for t in self.tok(q) if t in self.bm25.vocab_dict]
         lex = self.bm25.get_scores(toks) if toks else np.zeros(len(self.data.doc_ids))
         den = self.dense.scores(self._query_vec(q), use_windows)
@@ -136,6 +141,7 @@ class Bench:
         return [ids[i] for i in li if lex[i] > 0], [ids[i] for i in di]
 
     def evaluate(self, rrf_k: int = 60, dense_weight: float = 1.0, lexical_weight: float = 1.0, use_windows: bool = True) -> dict[str, dict[str, float]]:
+        """nDCG@10 and recall@100 of the BM25, dense and hybrid rankings, averaged over the queries."""
         res: dict[str, list[tuple[float, float]]] = {"bm25": [], "dense": [], "hybrid": []}
         for qid, q in self.data.queries.items():
             rel = self.data.qrels[qid]

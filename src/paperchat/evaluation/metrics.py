@@ -22,6 +22,7 @@ def normalize_answer(text: str) -> str:
 
 
 def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD-style token F1 between a prediction and one gold answer."""
     p, g = normalize_answer(prediction).split(), normalize_answer(gold).split()
     if not p or not g:
         return float(p == g)
@@ -34,6 +35,7 @@ def token_f1(prediction: str, gold: str) -> float:
 
 
 def best_f1(prediction: str, golds: Sequence[str]) -> Metric:
+    """Best token F1 against any of the gold answers, with the gold answer it came from."""
     golds = [g for g in golds if g]
     if not golds:
         return 0.0, "no gold answer"
@@ -53,6 +55,7 @@ def contains(prediction: str, golds: Sequence[str]) -> Metric:
 
 
 def exact(prediction: str, golds: Sequence[str]) -> Metric:
+    """1.0 when the normalised prediction equals a gold answer."""
     p = normalize_answer(prediction)
     return (1.0, "exact") if any(p == normalize_answer(g) for g in golds if g) else (0.0, "not exact")
 
@@ -67,6 +70,7 @@ def recall_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int) -> Metr
 
 
 def mrr(ranked_papers: Sequence[str], gold: Sequence[str]) -> Metric:
+    """Reciprocal rank of the first gold paper among the distinct retrieved papers."""
     for i, p in enumerate(dict.fromkeys(ranked_papers), start=1):
         if p in gold:
             return 1.0 / i, f"first gold paper at rank {i}"
@@ -74,6 +78,7 @@ def mrr(ranked_papers: Sequence[str], gold: Sequence[str]) -> Metric:
 
 
 def ndcg_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int = 10) -> Metric:
+    """Binary nDCG@k of the distinct retrieved papers against the gold papers."""
     top = list(dict.fromkeys(ranked_papers))[:k]
     dcg = sum(1.0 / math.log2(i + 2) for i, p in enumerate(top) if p in gold)
     idcg = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), k)))
@@ -81,6 +86,7 @@ def ndcg_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int = 10) -> M
 
 
 def page_hit(pages: Sequence[int | None], gold_pages: Sequence[int], k: int = 5) -> Metric:
+    """1.0 when one of the first k retrieved pages is a gold page."""
     top = list(pages)[:k]
     hit = [p for p in top if p in gold_pages]
     return (1.0, f"page {hit[0]} retrieved") if hit else (0.0, f"retrieved pages {top}, gold {list(gold_pages)}")

@@ -28,6 +28,7 @@ def _why(r: dict[str, Any]) -> str:
 
 
 def markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The evaluation report as Markdown: metrics, per-set and per-topic tables, worst questions."""
     run = summary.get("run", {})
     lines = [
         "# paperchat evaluation",
@@ -72,6 +73,7 @@ def _bars(title: str, values: dict[str, float | None]) -> str:
 
 
 def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The evaluation report as a standalone HTML page with bar charts."""
     f = flat(summary)
     parts = [
         "<!doctype html><meta charset='utf-8'><title>paperchat evaluation</title>",
@@ -92,6 +94,7 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 
 def write_report(folder: Path) -> tuple[Path, Path]:
+    """Write report.md and report.html into the results folder; returns their paths."""
     summary, rows = load_results(folder)
     md, page = folder / "report.md", folder / "report.html"
     md.write_text(markdown(summary, rows))

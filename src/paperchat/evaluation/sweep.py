@@ -64,6 +64,7 @@ def halves(questions: Sequence[Question], seed: str = "paperchat") -> tuple[list
 
 
 def mean(rows: dict[str, dict[str, float]], metric: str, ids: Sequence[str] | None = None, where: Callable[[str], bool] | None = None) -> float | None:
+    """Mean of a metric over the chosen questions, or None when none has it."""
     vals = [m[metric] for qid, m in rows.items() if metric in m and (ids is None or qid in ids) and (where is None or where(qid))]
     return statistics.fmean(vals) if vals else None
 

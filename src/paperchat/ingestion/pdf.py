@@ -24,6 +24,7 @@ MIN_TEXT_CHARS = 200
 
 
 def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's contents."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -186,6 +187,8 @@ def _die_with_parent(parent: int) -> None:
 
 @dataclass
 class ParseResult:
+    """Outcome of parsing one PDF: the parsed PDF or an error."""
+
     path: Path
     pdf: ParsedPdf | None
     error: str | None

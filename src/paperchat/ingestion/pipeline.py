@@ -44,6 +44,7 @@ class IngestReport:
     stored: list[tuple[str, str]] = field(default_factory=list)  # (input file, what became of it) for PDFs
 
     def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "papers": self.papers,
             "chunks_added": self.chunks_added,
@@ -62,11 +63,13 @@ class IngestReport:
 
     @property
     def exit_code(self) -> int:
+        """0 when nothing failed; else 1 when some papers were stored, 2 when none was."""
         if not self.failures:
             return 0
         return 1 if self.papers else 2
 
     def merge(self, other: IngestReport) -> None:
+        """Add another report's counts and lists to this one."""
         self.papers += other.papers
         self.chunks_added += other.chunks_added
         self.chunks_skipped += other.chunks_skipped

@@ -73,6 +73,7 @@ class MiniLMEmbedder:
             return self._model
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Normalised embeddings of the texts, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
@@ -87,6 +88,7 @@ class MiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
+        """Normalised embedding of a query (cached)."""
         hit = self._cache.get(text)
         if hit is not None:
             self._cache.move_to_end(text)
@@ -148,11 +150,13 @@ class HashingEmbedder:
         return (vec / norm).astype(np.float32)
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Normalised hashed embeddings of the texts, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._vector(t) for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
+        """Normalised hashed embedding of a query."""
         return self._vector(text)
 
 
