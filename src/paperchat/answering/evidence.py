@@ -28,6 +28,7 @@ from paperchat.types import Source
 
 TOP = 5  # sentences read for evidence
 MISFIT = 0.5  # strength lost when none of them holds the kind of thing asked (no number for "how many")
+UNCOUNTED = 0.3  # ... when none of them puts a number before what "how many" asks about ("12 participants")
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,12 @@ class Evidence:
     missing_names: tuple[str, ...]
     fits: bool
     best: Scored | None
+    counted: bool = True
 
     @property
     def strength(self) -> float:
         """One number: higher means better evidence (the refusal threshold is set on it)."""
-        return self.coverage + self.cosine - self.absent - (0.0 if self.fits else MISFIT)
+        return self.coverage + self.cosine - self.absent - (0.0 if self.fits else MISFIT) - (0.0 if self.counted else UNCOUNTED)
 
     def features(self) -> dict[str, object]:
         d = asdict(self)
@@ -71,7 +73,8 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     text = " ".join(s.text for s in sources).lower()
     missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", text))
     best = head[0]
-    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best)
+    counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
+    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted)
 
 
 @dataclass(frozen=True)

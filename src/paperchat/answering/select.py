@@ -94,7 +94,7 @@ def rank(
             + weights.context * ctx[i]
             + weights.cosine * cos[i]
             + (weights.fits if fits and focus.kind != "any" else 0.0)
-            + (weights.counts if focus.kind == "number" and any(focus.terms[t] >= 1.0 for t in c.counted & focus.terms.keys()) else 0.0)
+            + (weights.counts if focus.kind == "number" and c.counted & (focus.counted or {t for t, w in focus.terms.items() if w >= 1.0}) else 0.0)
             + (weights.misfit if not fits else 0.0)
             + weights.rank / c.n
             + (weights.fragment if c.fragment else 0.0)

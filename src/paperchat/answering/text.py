@@ -82,6 +82,7 @@ class Focus:
     kind: AnswerKind
     proposes: bool
     names: tuple[str, ...] = field(default=())
+    counted: frozenset[str] = field(default=frozenset())  # what "how many" counts: "how many *participants*"
 
     @property
     def weight(self) -> float:
@@ -116,14 +117,20 @@ def analyse(question: str, tok: Tokenizer) -> Focus:
     elif _NAME_Q.search(question):
         kind = "name"
     # names the question itself gives ("MS MARCO", "SQuAD"): the sources must mention them to answer it
-    words = re.findall(r"[A-Za-z][\w-]*", question)
-    names = tuple(dict.fromkeys(w for i, w in enumerate(words) if (i > 0 or w not in _SENTENCE_STARTERS) and _is_name(w)))
-    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names)
+    names = tuple(dict.fromkeys(question_names(question)))
+    m = _HOW_MANY.search(question)
+    counted = frozenset(t for t in tok(m.group(1)) if t in terms) if m else frozenset()
+    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted)
 
 
 _ASKED = re.compile(
     r"(?i)^\s*(?:(?:in|on|for|by|from|with|at|under|during|after|before) )?(?:what|which|how many|how much)\s+"
     r"((?:(?!(?:are|is|were|was|do|does|did|have|has|had|can|could|would|should|will|of|in|for|to|that|and|the)\b)[\w-]+\s+){1,4})"
+)
+
+
+_HOW_MANY = re.compile(
+    r"(?i)\bhow many\s+((?:(?!(?:are|is|were|was|do|does|did|have|has|had|can|could|would|should|will|per|in|on|for|to|that|and|of|the)\b)[\w-]+\s*){1,4})"
 )
 
 
@@ -137,6 +144,22 @@ def asked_words(question: str) -> list[str]:
         if w.lower() in generic or w.lower().rstrip("s") in generic:
             break  # "Which pretrained seq2seq model | serves as ...": the head noun ends the phrase
     return words
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question gives: "MS MARCO", "TAS-B", "GPT-4"; of "BERT-sized" only "BERT"."""
+    out: list[str] = []
+    for i, w in enumerate(re.findall(r"[A-Za-z][\w-]*", question)):
+        if i == 0 and w in _SENTENCE_STARTERS:
+            continue
+        parts = [p for p in w.split("-") if p]
+        if len(parts) == 1:
+            out += [w] if _NAME_TOKEN.match(w) else []
+        elif all(_NAME_TOKEN.match(p) or p.isupper() or p.isdigit() for p in parts):
+            out.append(w)
+        else:
+            out += [p for p in parts if _NAME_TOKEN.match(p)]
+    return out
 
 
 def _is_name(word: str) -> bool:
