@@ -178,8 +178,8 @@ def short_title(title: str) -> str:
 
 
 def paper_lines(focus: Focus, ranked: Sequence[Scored], sources: Sequence[Source], min_lexical: float = 0.0) -> list[PaperLine]:
-    """The best sentence of each paper for this question (its contribution sentence when the question asks
-    what papers propose and that sentence scores close to the best); papers with no sentence on the thing
+    """The best sentence of each paper for this question (its contribution sentence, "we propose ...", when
+    the question asks what papers propose or which methods do something); papers with no sentence on the thing
     asked about ("reward" in "What reward designs ...") or whose best sentence shares no content word with
     the question are left out; best paper first."""
     by_paper: dict[str, list[Scored]] = defaultdict(list)
@@ -194,11 +194,11 @@ def paper_lines(focus: Focus, ranked: Sequence[Scored], sources: Sequence[Source
             if not scored:
                 continue
         best = scored[0]
-        if focus.proposes:
-            said = [s for s in scored[:4] if contribution(s.text) and s.score >= best.score - 0.25]
-            best = said[0] if said else best
         if best.lexical <= min_lexical:
             continue  # its best sentence does not address the question's words
+        if focus.proposes:  # "what methods ...": the paper's own statement of what it does, not its opening
+            said = sorted((s for s in scored if contribution(s.text)), key=lambda s: s.lexical <= 0)
+            best = said[0] if said else best
         lines.append(PaperLine(pid, best, scored[0].score, src_of[best.cand.n]))
     lines.sort(key=lambda p: (-p.relevance, p.best.cand.n))
     return lines
