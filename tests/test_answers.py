@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paperchat.answering import read_sources, topic_map
-from paperchat.answering.text import analyse, candidates, quotable, satisfies, strip_heading
+from paperchat.answering import topic_map
+from paperchat.answering.text import analyse, quotable, satisfies, strip_heading
 from paperchat.evaluation import metrics as M
-from paperchat.lexical import Tokenizer
+from paperchat.text import Tokenizer
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.embedders import MiniLMEmbedder
