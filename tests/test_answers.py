@@ -143,7 +143,7 @@ def test_dev_questions_regression(qa: QA) -> None:
         contains += M.contains(ans.answer, golds)[0] == 1.0
         first += M.first_gold_rank(ans.answer, golds)[0] == 1.0
     assert refused_wrong == 0 and refused_right >= 1
-    assert contains >= 4 and first >= 3  # measured: see the commit
+    assert contains >= 4 and first >= 3  # eval run on these nine: contains 4, gold in the first sentence 4 (was 4 and 2)
 
 
 # -- topic answers ---------------------------------------------------------------------------------
