@@ -90,7 +90,9 @@ def test_extractive_sentences_reranked_by_meaning(built_library: Library) -> Non
         for name, answerer in (("reranked", None), ("words only", ExtractiveAnswerer())):
             text = qa.ask(str(r["question"]), scope, answerer=answerer).answer.lower()
             found[name] += any(g in text for g in golds)
-    assert found["reranked"] >= 4 and found["reranked"] > found["words only"]  # measured 4 vs 2 of 9
+    # measured 4 vs 2 of 9 with the earlier word ranking; the question-focused one (paperchat.answering) finds
+    # as many without MiniLM (4 vs 4), so MiniLM must not lose any
+    assert found["reranked"] >= 4 and found["reranked"] >= found["words only"]
 
 
 def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_question(built_library: Library) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
+from paperchat.answering import evidence
+from paperchat.answering.evidence import Evidence, scope_counts
+from paperchat.answering.topic_map import TopicContext
 from paperchat.citations import build_citations, parse_citations, strip_invalid
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
@@ -45,7 +48,8 @@ class QA:
         self.lib = library
         self.retriever = retriever or Retriever(library)
         self._answerer = answerer
-        self.extractive = ExtractiveAnswerer(embedder=library.embedder)
+        conf = library.settings.answers
+        self.extractive = ExtractiveAnswerer(embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences)
 
     @property
     def answerer(self) -> Answerer:
@@ -78,6 +82,45 @@ class QA:
             )
         return out
 
+    def evidence(self, query: str, scope: Scope, sources: Sequence[Source]) -> Evidence:
+        """What the best sentences of the sources hold of the question (for the refusal decision); for a
+        paper, which question words the paper uses anywhere is read from the lexical index."""
+        reading = self.extractive.read(query, sources)
+        counts: dict[str, int] | None = None
+        if scope.kind == "paper" and scope.paper_id:
+            lex = self.lib.ready_lexical()
+            mask = lex.scope_mask(paper_id=scope.paper_id)
+            if mask is not None and mask.any():
+                counts = scope_counts(query, reading.focus, lex.scores, mask, self.extractive.tokenizer)
+        return evidence.read(reading.focus, reading.ranked, reading.candidates, sources, counts)
+
+    def refusal(self, query: str, scope: Scope, sources: Sequence[Source]) -> str | None:
+        """The cannot-answer text with the nearest sentence found, when the evidence is too thin; else None."""
+        conf = self.lib.settings.answers
+        paper = scope.kind == "paper"
+        rule = evidence.Refusal(conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names)
+        if not paper and conf.refuse_below_topic == 0.0:
+            return None
+        ev = self.evidence(query, scope, sources)
+        if not rule.refuse(ev):
+            return None
+        why = f"the sources never mention {' '.join(ev.missing_names)}" if ev.missing_names else "no passage says it"
+        text = f"{CANNOT_ANSWER} ({why})"
+        if ev.best is not None:
+            src = next(s for s in sources if s.n == ev.best.cand.n)
+            where = f" (p. {src.page})" if src.page else ""
+            text += f'\nThe nearest passage{where}: "{ev.best.text}" [{src.n}]'
+        return text
+
+    def topic_context(self, scope: Scope) -> TopicContext | None:
+        """The topic's name, size and date span for a topic answer's header."""
+        if scope.kind != "topic" or not scope.topic:
+            return None
+        topic = self.lib.topics.get(scope.topic)
+        total = len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
+        dates = [d for d in self.lib.catalog.topic_dates(scope.topic) if (not scope.since or d >= scope.since) and (not scope.until or d <= scope.until)]
+        return TopicContext(topic.name, total, min(dates, default=None), max(dates, default=None))
+
     def _check_scope(self, scope: Scope) -> None:
         if scope.kind == "paper":
             if not scope.paper_id or self.lib.catalog.get(scope.paper_id) is None:
@@ -108,6 +151,8 @@ class QA:
         check_question(question, self.lib.settings.max_question_chars)
         self._check_scope(scope)
         answerer = answerer or self.answerer
+        if isinstance(answerer, ExtractiveAnswerer) and answerer.embedder is self.extractive.embedder:
+            answerer = self.extractive  # configured from settings, and shares its reading with the refusal check
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         query = self.rewrite(question, history, answerer)
@@ -119,22 +164,30 @@ class QA:
         record = Answer(question=question, query=query, rewritten=query != question, answer="", scope=scope, sources=sources, answerer=answerer.name, model=answerer.model)
         best = max((h.dense or 0.0 for h in hits), default=0.0)
         t2 = time.perf_counter()
+        refusal = self.refusal(query, scope, sources) if hits and best >= self.lib.settings.retrieval.abstain_below else None
         if not hits or best < self.lib.settings.retrieval.abstain_below:
             record.abstained = True
             record.answer = f'{CANNOT_ANSWER} Searched {scope.describe()} for "{query}"; the closest passages were not relevant enough.'
             yield record.answer
+        elif refusal is not None:
+            record.abstained = True
+            record.answer = refusal
+            record.citations = build_citations(refusal, sources)
+            yield record.answer
         else:
             topic_level = scope.kind != "paper"
+            context = self.topic_context(scope) if topic_level else None
             pieces: list[str] = []
             try:
-                for piece in answerer.stream(query, sources, topic_level):
+                stream = answerer.stream(query, sources, topic_level, context) if isinstance(answerer, ExtractiveAnswerer) else answerer.stream(query, sources, topic_level)
+                for piece in stream:
                     pieces.append(piece)
                     yield piece
             except AnswererError as exc:
                 record.fallback = f"{exc.message}; showing the extractive answer instead."
                 record.answerer, record.model = self.extractive.name, self.extractive.model
                 yield f"\n\n[{record.fallback}]\n\n"
-                pieces = list(self.extractive.stream(query, sources, topic_level))
+                pieces = list(self.extractive.stream(query, sources, topic_level, context))
                 yield from pieces
             text = redact_prompt(("".join(pieces)).strip())
             text, record.dropped_citations = strip_invalid(text, [s.n for s in sources])
@@ -143,7 +196,7 @@ class QA:
             record.citations = build_citations(text, sources)
             record.uncited = not record.abstained and not parse_citations(text)
             if scope.kind == "topic" and scope.topic:
-                total = len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
+                total = context.total if context is not None else len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
                 drew = len({c.paper_id for c in record.citations})
                 record.coverage = f"drew on {drew} of {total} papers in this topic"
         timings["answer"] = (time.perf_counter() - t2) * 1000

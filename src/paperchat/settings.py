@@ -89,6 +89,28 @@ class RetrievalSettings(BaseModel):
     )
 
 
+class AnswerSettings(BaseModel):
+    """How answers are composed without an LLM and when they are refused (README, Quality)."""
+
+    max_papers: int = Field(default=10, ge=1, le=50, description="topic answers: at most this many papers in the map")
+    context_sentences: int = Field(default=2, ge=0, le=5, description="paper answers: sentences of context after the one that holds the answer")
+    refuse_below: float = Field(
+        default=0.26,
+        description=(
+            "paper questions: refuse when the evidence strength (question words covered by the best sentences + their "
+            "MiniLM similarity - share of question words the paper never uses - penalties when no sentence holds the kind "
+            "of answer asked) is below this; `paperchat eval calibrate` on askpdf_dev: 0.26 refuses 2 of 3 unanswerable, "
+            "0 of 30 answerable (chosen on one half, it held on the other)"
+        ),
+    )
+    refuse_below_topic: float = Field(
+        default=0.0, description="topic questions: the same rule and threshold for topic questions (0 = off: no dev question to calibrate it on)"
+    )
+    refuse_missing_names: bool = Field(
+        default=True, description="paper questions: refuse when a name the question gives (MS MARCO, SQuAD) is in none of the passages"
+    )
+
+
 class Settings(BaseSettings):
     """Every setting of paperchat. Environment: PAPERCHAT_<FIELD>, nested as PAPERCHAT_RETRIEVAL__K."""
 
@@ -121,6 +143,7 @@ class Settings(BaseSettings):
         default=4000, ge=1, description="longest question accepted (characters) by the CLI, the app and its API; longer ones are refused"
     )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="retrieval knobs")
+    answers: AnswerSettings = Field(default_factory=AnswerSettings, description="extractive answers and refusals")
 
     @property
     def chroma_dir(self) -> Path:

@@ -26,17 +26,18 @@ from paperchat.assistant.standalone import (
     repair_data_dir,
     resolve_answerer,
 )
-from paperchat.citations import CITATION, parse_group
+from paperchat.citations import CITATION, parse_citations, parse_group
 from paperchat.dates import user_day
 from paperchat.ingestion.records import Failure
 from paperchat.ports import free_port
 from paperchat.tex import plain
-from paperchat.text import normalize_for_match, percentile, printable
+from paperchat.text import Tokenizer, normalize_for_match, percentile, printable, split_sentences
 from paperchat.topics import Momentum
 
 __all__ = [
     "CITATION",
     "REPAIR",
+    "Tokenizer",
     "Assistant",
     "Failure",
     "IngestReport",
@@ -54,8 +55,10 @@ __all__ = [
     "llm_model",
     "pdf_folder",
     "normalize_for_match",
+    "parse_citations",
     "parse_group",
     "percentile",
+    "split_sentences",
     "plain",
     "preview_topics",
     "printable",

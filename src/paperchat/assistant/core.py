@@ -115,6 +115,11 @@ class Assistant(IngestOps, DiscoveryOps):
         """Retrieval alone (no answer): the ranked hits, with other retrieval knobs when given."""
         return self.searcher(retrieval)(question, scope, k)
 
+    def evidence(self, question: str, scope: Scope, hits: Sequence[Hit]) -> dict[str, object]:
+        """What the passages of these hits hold of the question, as the refusal rule reads it (strength,
+        missing names ...: paperchat.answering.evidence)."""
+        return self.qa.evidence(question, scope, self.qa.sources(hits)).features()
+
     def searcher(self, retrieval: RetrievalSettings | None = None) -> Callable[[str, Scope, int | None], list[Hit]]:
         """A search function over this library with these retrieval knobs (keeps its caches between calls)."""
         if retrieval is None:

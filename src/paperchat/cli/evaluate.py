@@ -59,7 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Sweep the abstention threshold over question sets and recommend one."""
     from paperchat.evaluation import runner
-    from paperchat.evaluation.calibrate import sweep, top_scores
+    from paperchat.evaluation.calibrate import stratified_halves, sweep, sweep_evidence, top_scores
     from paperchat.evaluation.questions import load_set
 
     settings = settings_from(args)
@@ -67,8 +67,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     data = Path(args.data) if args.data else None
     qs = [q for s in args.set for q in load_set(Path(s))[0]]
     runner.prepare(assistant, qs, data)
-    res = sweep(top_scores(assistant, qs, data))
+    rows = top_scores(assistant, qs, data, evidence=True)
+    res = sweep(rows)
     res["current"] = settings.retrieval.abstain_below
+    res["evidence"] = sweep_evidence(rows, stratified_halves(qs), settings.answers.refuse_missing_names)
+    res["evidence"]["current"] = settings.answers.refuse_below
     if args.json:
         print(json.dumps(res))
         return 0
@@ -79,6 +82,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for r in res["table"][::5]:
         print(f"{r['threshold']:>9.2f}  {r['wrong_refusals']:>14}  {r['right_refusals']:>14}  {r['decision_accuracy']:>17.3f}")
     print(f"recommended PAPERCHAT_RETRIEVAL__ABSTAIN_BELOW={res['recommended']} (now {res['current']})")
+    ev = res["evidence"]
+    for mine, other in (("a", "b"), ("b", "a")):
+        m = ev[f"measured_on_{other}"]
+        print(
+            f"evidence threshold chosen on half {mine}: {ev[f'chosen_on_{mine}']}; on half {other}: {m['right_refusals']} of "
+            f"{m['unanswerable']} unanswerable refused, {m['wrong_refusals']} of {m['answerable']} answerable wrongly refused"
+        )
+    m = ev["on_all"]
+    print(f"recommended PAPERCHAT_ANSWERS__REFUSE_BELOW={ev['recommended']} (now {ev['current']}): {m['right_refusals']} of {m['unanswerable']} right refusals, {m['wrong_refusals']} of {m['answerable']} wrong")
     return 0
 
 

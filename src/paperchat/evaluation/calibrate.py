@@ -1,7 +1,13 @@
-"""Calibrate the abstention threshold on question sets (never by guess).
+"""Calibrate the abstention thresholds on question sets (never by guess).
 
-QA abstains when the best dense (cosine) score among the retrieved passages is below
-`retrieval.abstain_below`. For every question of the sets this records that score, then sweeps
+Two rules refuse a question. The first: QA abstains when the best dense (cosine) score among the retrieved
+passages is below `retrieval.abstain_below`. The second reads the passages (paperchat.answering.evidence):
+a paper question is refused when a name it gives is in no passage, or when the evidence strength is below
+`answers.refuse_below`; `sweep_evidence` chooses that threshold on one half of the questions and reports
+it on the other (and the other way round), so a threshold is trusted only where it holds on questions it
+was not chosen on.
+
+For the first rule: For every question of the sets this records that score, then sweeps
 thresholds: how many answerable questions each would wrongly refuse, how many unanswerable ones it would
 rightly refuse, and the accuracy of the abstain decision over the set as it is. The recommended
 threshold is the one with the best decision accuracy; ties go to the lowest (fewest wrong refusals).
@@ -18,14 +24,84 @@ from paperchat.evaluation.questions import Question
 from paperchat.evaluation.runner import EVAL_K, question_scope
 
 
-def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path | None) -> list[dict[str, Any]]:
-    """Each question with its best dense score over the passages retrieval offers."""
+def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path | None, evidence: bool = False) -> list[dict[str, Any]]:
+    """Each question with its best dense score over the passages retrieval offers (and, with `evidence`,
+    the evidence strength and the missing names its passages give: paper questions only)."""
     search = assistant.searcher(assistant.settings.retrieval)  # a retriever of its own, as the QA's would be
     rows = []
     for q in questions:
-        hits = search(q.question, question_scope(assistant, q, data), EVAL_K)
-        rows.append({"id": q.id, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)})
+        scope = question_scope(assistant, q, data)
+        hits = search(q.question, scope, EVAL_K)
+        row: dict[str, Any] = {"id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)}
+        if evidence and q.scope == "paper" and hits:
+            ev = assistant.evidence(q.question, scope, hits)
+            row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]))  # type: ignore[call-overload]
+        rows.append(row)
     return rows
+
+
+def _refusals(rows: Sequence[dict[str, Any]], t: float, names: bool) -> dict[str, Any]:
+    pos = [r for r in rows if not r["unanswerable"]]
+    neg = [r for r in rows if r["unanswerable"]]
+
+    def refused(r: dict[str, Any]) -> bool:
+        return (names and bool(r["missing_names"])) or r["strength"] < t
+
+    wrong = sum(refused(r) for r in pos)
+    right = sum(refused(r) for r in neg)
+    return {
+        "threshold": round(t, 3),
+        "wrong_refusals": wrong,
+        "right_refusals": right,
+        "answerable": len(pos),
+        "unanswerable": len(neg),
+        "decision_accuracy": round((len(pos) - wrong + right) / max(1, len(rows)), 4),
+    }
+
+
+def choose_strength(rows: Sequence[dict[str, Any]], names: bool = True, lo: float = -0.5, hi: float = 1.5, step: float = 0.01) -> float:
+    """The refusal threshold with the best decision accuracy on `rows`: the middle of the best run of
+    thresholds (the widest margin on both sides, rather than one that grazes an answerable question)."""
+    table = [_refusals(rows, lo + i * step, names) for i in range(int(round((hi - lo) / step)) + 1)]
+    best = max(r["decision_accuracy"] for r in table)
+    first = next(i for i, r in enumerate(table) if r["decision_accuracy"] == best)
+    last = first
+    while last + 1 < len(table) and table[last + 1]["decision_accuracy"] == best:
+        last += 1
+    return round((table[first]["threshold"] + table[last]["threshold"]) / 2, 3)
+
+
+def stratified_halves(questions: Sequence[Question]) -> tuple[list[str], list[str]]:
+    """evaluation.sweep.halves, done apart for answerable and unanswerable questions so both halves get some
+    of each."""
+    from paperchat.evaluation.sweep import halves
+
+    a: list[str] = []
+    b: list[str] = []
+    for group in ([q for q in questions if not q.unanswerable], [q for q in questions if q.unanswerable]):
+        ha, hb = halves(group)
+        a += [q.id for q in ha]
+        b += [q.id for q in hb]
+    return a, b
+
+
+def sweep_evidence(rows: Sequence[dict[str, Any]], halves: tuple[Sequence[str], Sequence[str]], names: bool = True) -> dict[str, Any]:
+    """The evidence threshold chosen on each half and measured on the other, and the one chosen on all."""
+    rows = [r for r in rows if "strength" in r]
+    a = [r for r in rows if r["id"] in set(halves[0])]
+    b = [r for r in rows if r["id"] in set(halves[1])]
+    ta, tb = choose_strength(a, names), choose_strength(b, names)
+    everything = choose_strength(rows, names)
+    return {
+        "chosen_on_a": ta,
+        "measured_on_b": _refusals(b, ta, names),
+        "chosen_on_b": tb,
+        "measured_on_a": _refusals(a, tb, names),
+        "recommended": everything,
+        "on_all": _refusals(rows, everything, names),
+        "answerable_strengths": sorted(round(r["strength"], 3) for r in rows if not r["unanswerable"])[:5],
+        "unanswerable": [{"id": r["id"], "strength": round(r["strength"], 3), "missing_names": r["missing_names"]} for r in rows if r["unanswerable"]],
+    }
 
 
 def sweep(rows: Sequence[dict[str, Any]], lo: float = 0.0, hi: float = 0.8, step: float = 0.01) -> dict[str, Any]:

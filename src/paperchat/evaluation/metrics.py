@@ -8,7 +8,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
-from paperchat.assistant import normalize_for_match
+from paperchat.assistant import Tokenizer, normalize_for_match, parse_citations, split_sentences
 
 Metric = tuple[float, str]
 
@@ -101,3 +101,48 @@ def evidence_hit(texts: Sequence[str], evidence: str, k: int = 5) -> Metric:
         if ev in normalize_for_match(t):
             return 1.0, f"evidence in chunk {i}"
     return 0.0, "evidence not in the top chunks (split across chunks, or not retrieved)"
+
+
+_QUOTED_CITE = re.compile(r'"([^"\n]{10,})"\s*\[(\d+(?:\s*,\s*\d+)*)\]')
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The sentences an answer states, in order: its quotations when it quotes (extractive answers), else
+    its sentences."""
+    quoted = [m.group(1) for m in _QUOTED_CITE.finditer(answer)]
+    return quoted or [s for line in answer.splitlines() for s in split_sentences(line)]
+
+
+def first_gold_rank(answer: str, golds: Sequence[str]) -> Metric:
+    """The rank of the first answer sentence that contains a gold answer (0.0 when none does)."""
+    for i, s in enumerate(answer_sentences(answer), start=1):
+        if contains(s, golds)[0] >= 1.0:
+            return float(i), f"sentence {i} contains the gold answer"
+    return 0.0, "no sentence contains the gold answer"
+
+
+def cited_sentences(answer: str) -> list[tuple[str, list[int]]]:
+    """Each cited statement with the numbers it cites: the quotation before [n], else the sentence holding [n]."""
+    found = [(m.group(1), [int(x) for x in re.findall(r"\d+", m.group(2))]) for m in _QUOTED_CITE.finditer(answer)]
+    if found:
+        return found
+    return [(s, parse_citations(s)) for line in answer.splitlines() for s in split_sentences(line) if parse_citations(s)]
+
+
+def on_question(answer: str, question: str) -> Metric:
+    """Share of the answer's cited statements that mention a content word (stemmed) of the question."""
+    tok = Tokenizer()
+    words = set(tok(question))
+    cited = cited_sentences(answer)
+    if not cited or not words:
+        return 0.0, "no cited statement"
+    on = sum(bool(words & set(tok(s))) for s, _ in cited)
+    return on / len(cited), f"{on} of {len(cited)} cited statements mention a word of the question"
+
+
+def citation_recall(cited_papers: Sequence[str], gold: Sequence[str]) -> Metric:
+    """Share of the gold papers that the answer cites."""
+    if not gold:
+        return 0.0, "no gold papers"
+    hit = [g for g in gold if g in set(cited_papers)]
+    return len(hit) / len(gold), f"cites {len(hit)} of {len(gold)} gold papers"

@@ -94,9 +94,14 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
         put("answer.abstention_accuracy", ((1.0, "abstained") if ans.abstained else (0.0, "answered an unanswerable question")))
         correct = ans.abstained
     else:
+        m["answer.wrong_refusal"] = 1.0 if ans.abstained else 0.0  # no reason: 0 is the good value
         if q.gold_answer:
             put("answer.f1", M.best_f1(ans.answer, golds))
             put("answer.contains", M.contains(ans.answer, golds))
+            if q.scope == "paper":
+                rank, why_rank = M.first_gold_rank(ans.answer, golds)
+                m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
+                m["answer.gold_in_first"] = 1.0 if rank == 1.0 else 0.0
         correct = not ans.abstained and ((m.get("answer.contains") or 0) >= 1.0 or (m.get("answer.f1") or 0) >= 0.5)
     m["answer.answered"] = 0.0 if ans.abstained else 1.0
     m["answer.correct"] = 1.0 if correct else 0.0
@@ -107,6 +112,12 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
         if q.scope == "topic" and q.gold_papers:
             ok = [c for c in ans.citations if c.paper_id in q.gold_papers]
             put("citations.precision", (len(ok) / len(ans.citations), f"{len(ok)} of {len(ans.citations)} citations name a gold paper"))
+            put("citations.recall", M.citation_recall([c.paper_id for c in ans.citations], q.gold_papers))
+            if q.kind == "known-item":
+                first = ans.citations[0].paper_id
+                put("citations.gold_first", ((1.0, "the gold paper is cited first") if first in q.gold_papers else (0.0, f"{first} is cited first")))
+        if q.scope == "topic" and not ans.abstained:
+            put("citations.on_question", M.on_question(ans.answer, q.question))
         elif q.scope == "paper" and q.gold_pages:
             ok = [c for c in ans.citations if c.page in q.gold_pages]
             put("citations.precision", (len(ok) / len(ans.citations), f"{len(ok)} of {len(ans.citations)} citations on a gold page"))
@@ -117,6 +128,12 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
 def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
     vals = [r["metrics"][key] for r in rows if r["metrics"].get(key) is not None]
     return round(statistics.fmean(vals), 4) if vals else None
+
+
+def _count(rows: list[dict[str, Any]], key: str) -> int | None:
+    """How many questions scored 1.0 on `key` (None when it applies to none)."""
+    vals = [r["metrics"][key] for r in rows if r["metrics"].get(key) is not None]
+    return int(sum(vals)) if vals else None
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -135,10 +152,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "f1": _mean(rows, "answer.f1"),
             "contains": _mean(rows, "answer.contains"),
             "abstention_accuracy": _mean(rows, "answer.abstention_accuracy"),
+            "right_refusals": _count(rows, "answer.abstention_accuracy"),
+            "wrong_refusals": _count(rows, "answer.wrong_refusal"),
+            "first_gold_rank": _mean(rows, "answer.first_gold_rank"),
+            "gold_in_first": _mean(rows, "answer.gold_in_first"),
             "precision": round(correct / len(answered), 4) if answered else None,
             "accuracy": round(correct / len(rows), 4) if rows else None,
         },
-        "citations": {k: _mean(rows, f"citations.{k}") for k in ("validity", "precision", "support")},
+        "citations": {k: _mean(rows, f"citations.{k}") for k in ("validity", "precision", "recall", "gold_first", "on_question", "support")},
         "judge": {k: _mean(rows, f"judge.{k}") for k in ("correct", "faithful")} if any("judge.correct" in r["metrics"] for r in rows) else None,
         "latency_ms": {"retrieve_p50": lat("retrieve", 50), "retrieve_p95": lat("retrieve", 95), "answer_p50": lat("answer", 50), "answer_p95": lat("answer", 95)},
     }

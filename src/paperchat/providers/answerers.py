@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
-import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from paperchat.answering import Reading, read_sources, topic_map
+from paperchat.answering.topic_map import TopicContext
 from paperchat.errors import AnswererError, ConfigError
 from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
-from paperchat.text import Tokenizer, split_sentences
+from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 if TYPE_CHECKING:
@@ -62,140 +64,75 @@ def parse_answerer(name: str) -> AnswererSpec:
     raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>' or 'local'")
 
 
-_NUMBERISH = re.compile(r"^[\d.,%±()/+\-x]+$")
-# A sentence that states what a paper does ("we propose ...") answers "what do papers do about X" better
-# than the opening sentence that restates the problem in the question's own words.
-_CONTRIBUTION = re.compile(
-    r"\b(?:we|this (?:paper|work|study)|our (?:method|approach|framework))\s+(?:\w+\s+)?"
-    r"(?:propose|introduce|present|develop|design|build|formulate)s?\b",
-    re.I,
-)
-
-
-def _tabular(sentence: str) -> bool:
-    """A 'sentence' that is mostly numbers is a table row run together by the PDF text extractor, not prose."""
-    words = sentence.split()
-    return len(words) >= 8 and sum(bool(_NUMBERISH.match(w)) for w in words) / len(words) > 0.3
-
-
-def _sentences(src: Source) -> list[str]:
-    """The sentences of a source that can be quoted as an answer."""
-    sents = split_sentences(src.text)
-    if src.page is None and len(sents) > 1:
-        sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
-    return [s for s in sents if 25 <= len(s) <= 600 and not _tabular(s)]
-
-
-def _what_it_does(src: Source, best: str, order: dict[str, int]) -> str:
-    """For a topic answer, the paper's own statement of what it does (the best ranked one when it has
-    several) rather than its best-matching sentence, which is often the opening restatement of the problem."""
-    if _CONTRIBUTION.search(best):
-        return best
-    said = [s for s in _sentences(src) if _CONTRIBUTION.search(s)]
-    if not said:
-        return best
-    return min(said, key=lambda s: order.get(s, len(order)))
-
-
 class ExtractiveAnswerer:
-    """Composes an answer from the most relevant sentences of the sources, quoting them verbatim.
+    """Answers by quoting the sentences of the sources that answer the question (paperchat.answering).
 
-    Sentences are scored by the stemmed query words they contain (each word counts once, rarer words in
-    the sources count more), plus a small bonus for the source's rank. With an embedder, the best
-    `rerank` of them are then re-scored by adding their MiniLM similarity to the question (a sentence
-    that says the answer in other words than the question's). Topic answers name each of the best
-    papers and quote the sentence where it says what it does ("we propose ..."), falling back to its best
-    sentence; paper answers give the best sentences in order of relevance.
+    Paper answers: the sentence that holds the answer first, cited with its page, then at most
+    `context_sentences` more. Topic answers: a map of the literature, the papers grouped by what they do
+    and each quoted where it answers this question (at most `max_papers`). With an embedder, sentences are
+    also scored by their MiniLM similarity to the question.
     """
 
     name = "extractive"
     model = "extractive"
     can_complete = False
 
-    def __init__(self, max_sentences: int = 4, per_paper: int = 1, embedder: Embedder | None = None, rerank: int = 8) -> None:
-        self.max_sentences = max_sentences
-        self.per_paper = per_paper
+    def __init__(
+        self, max_sentences: int = 4, per_paper: int = 1, embedder: Embedder | None = None, rerank: int = 8, max_papers: int = 10, context_sentences: int = 2
+    ) -> None:
+        # max_sentences, per_paper and rerank are kept for callers of the earlier answerer; unused
         self.embedder = embedder
-        self.rerank = rerank
-        self._tok = Tokenizer()
+        self.max_papers = max_papers
+        self.context_sentences = context_sentences
+        self.tokenizer = Tokenizer()
+        self._lock = threading.Lock()
+        self._last: tuple[tuple[str, tuple[str, ...]], Reading] | None = None
 
-    def rank_sentences(self, question: str, sources: Sequence[Source]) -> list[tuple[float, int, str]]:
-        """(score, source number, sentence) for every quotable sentence that shares a word with the question, best first."""
-        q = set(self._tok(question))
-        if not q:
-            return []
-        df: dict[str, int] = {}
-        sent_rows: list[tuple[int, str, set[str]]] = []
-        for src in sources:
-            for s in _sentences(src):
-                toks = set(self._tok(s))
-                sent_rows.append((src.n, s, toks))
-                for t in toks & q:
-                    df[t] = df.get(t, 0) + 1
-        n = max(len(sent_rows), 1)
-        out = []
-        for src_n, s, toks in sent_rows:
-            hit = toks & q
-            if not hit:
-                continue
-            score = sum(1.0 + (n / df[t]) ** 0.5 / 4 for t in hit) / (len(q) ** 0.5)
-            score += 0.3 / src_n  # earlier sources were ranked higher by retrieval
-            out.append((score, src_n, s))
-        out.sort(key=lambda r: -r[0])
-        if self.embedder is not None and len(out) > 1 and self.rerank > 1:
-            out = self._rerank(self.embedder, question, out)
-        return out
+    def read(self, question: str, sources: Sequence[Source]) -> Reading:
+        """The question read against the sources (the last reading is kept: QA's evidence check and the
+        answer share it)."""
+        key = (question, tuple(f"{s.n}:{s.chunk_id or s.text[:64]}" for s in sources))
+        with self._lock:
+            if self._last is not None and self._last[0] == key:
+                return self._last[1]
+        reading = read_sources(question, sources, self.tokenizer, self.embedder)
+        with self._lock:
+            self._last = (key, reading)
+        return reading
 
-    def _rerank(self, embedder: Embedder, question: str, ranked: list[tuple[float, int, str]]) -> list[tuple[float, int, str]]:
-        """The head of the word ranking re-scored: word score relative to the best one, plus cosine."""
-        head = ranked[: max(self.rerank, self.max_sentences)]
-        cos = embedder.embed([s for _, _, s in head]) @ embedder.embed_query(question)
-        top = head[0][0]
-        rescored = [(score / top + float(c), n, s) for (score, n, s), c in zip(head, cos, strict=True)]
-        rescored.sort(key=lambda r: -r[0])
-        return rescored + ranked[len(head) :]
-
-    def compose(self, question: str, sources: Sequence[Source], topic_level: bool) -> list[str]:
-        """The answer as pieces: one line per paper for a topic, the best sentences in order for a paper."""
-        ranked = self.rank_sentences(question, sources)
-        if not ranked:
+    def compose(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> list[str]:
+        """The answer as lines; the cannot-answer phrase when no sentence shares a word with the question."""
+        reading = self.read(question, sources)
+        if not reading.ranked or reading.ranked[0].lexical <= 0.0 and reading.ranked[0].cosine <= 0.0:
             return [CANNOT_ANSWER]
-        by_n = {s.n: s for s in sources}
-        seen: set[str] = set()
-        picked: list[tuple[float, int, str]] = []
-        per_paper: dict[str, int] = {}
-        for score, n, s in ranked:
-            key = re.sub(r"\W+", " ", s.lower()).strip()
-            if key in seen:
-                continue
-            pid = by_n[n].paper_id
-            if topic_level and per_paper.get(pid, 0) >= self.per_paper:
-                continue
-            seen.add(key)
-            per_paper[pid] = per_paper.get(pid, 0) + 1
-            picked.append((score, n, s))
-            if len(picked) >= self.max_sentences:
-                break
         if topic_level:
-            papers = {by_n[n].paper_id for _, n, _ in picked}
-            lines = [f"Across {len(papers)} paper{'s' if len(papers) != 1 else ''} in this topic:"]
-            order = {s: i for i, (_, _, s) in enumerate(ranked)}
-            for _, n, s in picked:
-                s = _what_it_does(by_n[n], s, order)
-                src = by_n[n]
-                lines.append(f"- {src.title} ({src.date.isoformat() if src.date else 'n.d.'}): \"{s}\" [{n}]")
-            return [line + "\n" for line in lines]
+            return self._map(reading, sources, context)
+        return self._paper(reading, sources)
+
+    def _paper(self, reading: Reading, sources: Sequence[Source]) -> list[str]:
+        by_n = {s.n: s for s in sources}
+        picked = reading.ranked[: 1 + self.context_sentences]
         pieces = []
-        for i, (_, n, s) in enumerate(picked):
-            page = by_n[n].page
-            lead = "The paper says" if i == 0 else "It also notes"
+        for i, sc in enumerate(picked):
+            page = by_n[sc.cand.n].page
             where = f" (p. {page})" if page else ""
-            pieces.append(f"{lead}{where}: \"{s}\" [{n}]\n")
+            lead = "The paper says" if i == 0 else "It also notes"
+            pieces.append(f'{lead}{where}: "{sc.text}" [{sc.cand.n}]\n')
         return pieces
 
-    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
-        """The composed pieces, one by one."""
-        yield from self.compose(question, sources, topic_level)
+    def _map(self, reading: Reading, sources: Sequence[Source], context: TopicContext | None) -> list[str]:
+        lines = topic_map.paper_lines(reading.focus, reading.ranked, sources)[: self.max_papers]
+        if not lines:
+            return [CANNOT_ANSWER]
+        vectors = self.embedder.embed([p.source.text for p in lines]) if self.embedder is not None and len(lines) > 3 else None
+        if vectors is None:
+            groups = [topic_map.Group("", lines)]
+        else:
+            groups = topic_map.build_groups(lines, vectors, reading.focus)
+        return topic_map.render(groups, topic_map.header(reading.focus, len(lines), context))
+
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
+        yield from self.compose(question, sources, topic_level, context)
 
     def complete(self, prompt: str) -> str:
         """Not available: the extractive answerer only quotes sources."""

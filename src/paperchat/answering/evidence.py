@@ -1,0 +1,106 @@
+"""Abstention by reading: do the best passages hold what the question asks about?
+
+Retrieval always returns something, and on a paper's own topic its cosine is high even when the paper
+does not say what is asked ("how many participants" of a user study the paper never ran). The evidence
+check reads the best sentences instead:
+- coverage: the share of the question's content words (weighted, generic ones down) that the best
+  sentence and its neighbours hold, the best over the first few sentences that hold the kind of thing asked;
+- absent: the weighted share of the question's words that occur nowhere in the scope (the whole paper, from
+  the lexical index), or in none of the passages when the scope's counts are not known;
+- missing names: names the question gives ("MS MARCO") that no passage mentions;
+- the best sentence's MiniLM similarity to the question.
+A question is refused when a name it gives is missing, or when `coverage + cosine - absent` (less MISFIT
+when no sentence read holds the kind of thing asked) falls below the calibrated threshold (`paperchat eval calibrate`, split-half on the dev sets).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from paperchat.answering.select import Scored, term_weights
+from paperchat.answering.text import Candidate, Focus
+from paperchat.text import Tokenizer
+from paperchat.types import Source
+
+TOP = 5  # sentences read for evidence
+MISFIT = 0.5  # strength lost when none of them holds the kind of thing asked (no number for "how many")
+UNCOUNTED = 0.3  # ... when none of them puts a number before what "how many" asks about ("12 participants")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the best passages hold of the question."""
+
+    coverage: float
+    cosine: float
+    absent: float
+    missing_names: tuple[str, ...]
+    fits: bool
+    best: Scored | None
+    counted: bool = True
+
+    @property
+    def strength(self) -> float:
+        """One number: higher means better evidence (the refusal threshold is set on it)."""
+        return self.coverage + self.cosine - self.absent - (0.0 if self.fits else MISFIT) - (0.0 if self.counted else UNCOUNTED)
+
+    def features(self) -> dict[str, object]:
+        d = asdict(self)
+        d.pop("best")
+        d["strength"] = round(self.strength, 4)
+        return d
+
+
+def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sources: Sequence[Source], scope_df: Mapping[str, int] | None = None) -> Evidence:
+    """The evidence the ranked sentences give for the question."""
+    if not ranked or not focus.terms:
+        return Evidence(0.0, 0.0, 1.0 if focus.terms else 0.0, focus.names, False, None)
+    tw = term_weights(focus, cands)
+    key = {t: focus.terms[t] for t in tw}  # coverage counts question weight only: rarity is about ranking
+    total = sum(key.values()) or 1.0
+    fitting = [s for s in ranked[:TOP] if s.fits]
+    head = fitting or list(ranked[:TOP])
+    coverage = max(sum(key[t] for t in (s.cand.tokens | s.cand.context_tokens) & key.keys()) / total for s in head)
+    if scope_df is not None:
+        absent = sum(w for t, w in key.items() if scope_df.get(t, 0) == 0) / total
+    else:
+        seen = frozenset().union(*(c.tokens | c.context_tokens for c in cands))
+        absent = sum(w for t, w in key.items() if t not in seen) / total
+    text = " ".join(s.text for s in sources).lower()
+    missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", text))
+    best = head[0]
+    counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
+    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The abstention rule: refuse below `min_strength`, or when the question's names are not found."""
+
+    min_strength: float = 0.0
+    names: bool = True
+
+    def refuse(self, ev: Evidence) -> bool:
+        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength
+
+
+def scope_counts(question: str, focus: Focus, scores: Callable[[str], np.ndarray | None], mask: np.ndarray, tok: Tokenizer) -> dict[str, int]:
+    """For each of the focus's terms, how many chunks inside `mask` hold it (`scores` is the lexical index's
+    BM25 scoring of a query: a chunk scores above 0 exactly when it holds the query's one term)."""
+    out: dict[str, int] = {t: 0 for t in focus.terms}
+    words = set()
+    for w in re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*", question):
+        words.update(w.split("-"))
+        words.add(w.replace("-", ""))
+    for w in sorted(words):
+        toks = tok(w)
+        if len(toks) != 1 or toks[0] not in out:
+            continue
+        sc = scores(w)
+        if sc is not None:
+            out[toks[0]] = max(out[toks[0]], int(np.count_nonzero(np.asarray(sc)[mask] > 0)))
+    return out

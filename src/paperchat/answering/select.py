@@ -1,0 +1,104 @@
+"""Query-focused sentence selection: which sentences of the retrieved passages answer the question.
+
+Each candidate sentence is scored by
+- the question's content words it contains, each weighed by its rarity among the candidates (a word in
+  every passage tells sentences apart less than one in two of them) and generic question words weighed down;
+- the same words in its neighbouring sentences, a little (an answer sentence often leaves its subject to
+  the sentence before);
+- its MiniLM similarity to the question (answers put in other words), when an embedder is given;
+- whether it holds the kind of thing asked for (a number for "how many", a name for "which model");
+- the rank retrieval gave its passage, a little.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from paperchat.answering.text import Candidate, Focus, satisfies
+
+if TYPE_CHECKING:
+    from paperchat.providers.embedders import Embedder
+
+MAX_EMBEDDED = 24  # candidates embedded per question, the best by words first (askpdf_dev: 24 and 48 rank the same)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How the parts of a sentence's score add up (chosen on askpdf_dev halves, see evaluation/calibrate)."""
+
+    lexical: float = 1.0
+    context: float = 0.25
+    cosine: float = 1.0
+    fits: float = 0.2
+    counts: float = 0.15  # "how many X": a number right before X
+    misfit: float = -0.4
+    rank: float = 0.15
+    fragment: float = -0.15
+
+
+@dataclass
+class Scored:
+    """A candidate with its score and the parts of it."""
+
+    cand: Candidate
+    score: float
+    lexical: float
+    context: float
+    cosine: float
+    fits: bool
+
+    @property
+    def text(self) -> str:
+        return self.cand.text
+
+
+def term_weights(focus: Focus, cands: Sequence[Candidate]) -> dict[str, float]:
+    """Each focus term's weight: its question weight times its IDF among the candidate sentences."""
+    n = len(cands)
+    df = {t: 0 for t in focus.terms}
+    for c in cands:
+        for t in c.tokens & focus.terms.keys():
+            df[t] += 1
+    return {t: w * math.log(1.0 + (n + 1) / (df[t] + 0.5)) for t, w in focus.terms.items()}
+
+
+def rank(
+    focus: Focus, cands: Sequence[Candidate], embedder: Embedder | None = None, weights: Weights = Weights(), known: frozenset[str] = frozenset()
+) -> list[Scored]:
+    """The candidates scored against the question, best first; `known` names (the paper's title's) do not
+    answer a "which model" question."""
+    if not cands or not focus.terms:
+        return []
+    tw = term_weights(focus, cands)
+    total = sum(tw.values()) or 1.0
+    lex = [sum(tw[t] for t in c.tokens & tw.keys()) / total for c in cands]
+    ctx = [sum(tw[t] for t in (c.context_tokens - c.tokens) & tw.keys()) / total for c in cands]
+    order = sorted(range(len(cands)), key=lambda i: (-(lex[i] + 0.5 * ctx[i]), cands[i].n, cands[i].position))
+    cos = [0.0] * len(cands)
+    if embedder is not None:
+        head = order[:MAX_EMBEDDED]
+        vecs = embedder.embed([cands[i].text for i in head])
+        sims = vecs @ embedder.embed_query(focus.question)
+        for i, s in zip(head, np.asarray(sims, dtype=float), strict=True):
+            cos[i] = float(s)
+    out: list[Scored] = []
+    for i, c in enumerate(cands):
+        fits = satisfies(focus.kind, c.text, known | frozenset(focus.names))
+        score = (
+            weights.lexical * lex[i]
+            + weights.context * ctx[i]
+            + weights.cosine * cos[i]
+            + (weights.fits if fits and focus.kind != "any" else 0.0)
+            + (weights.counts if focus.kind == "number" and c.counted & (focus.counted or {t for t, w in focus.terms.items() if w >= 1.0}) else 0.0)
+            + (weights.misfit if not fits else 0.0)
+            + weights.rank / c.n
+            + (weights.fragment if c.fragment else 0.0)
+        )
+        out.append(Scored(c, score, lex[i], ctx[i], cos[i], fits))
+    out.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
+    return out

@@ -1,0 +1,321 @@
+"""What a question asks for, and which sentences of the retrieved passages may be quoted as an answer.
+
+A `Focus` is the question's content words (stemmed, with generic question words such as "many" or
+"roughly" weighed down) and the kind of thing it asks for: a number ("how many", "what share"), a name
+("which model", "which dataset"), a year ("when"), a colour, or anything. `candidates` cuts the passages
+into sentences and leaves out what a reader would not accept as an answer: section headings, equation
+and table debris, reference-list entries and author or affiliation lines. Every candidate is a verbatim
+substring of its passage, so a quote of it is supported by construction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from paperchat.text import split_sentences
+from paperchat.text import Tokenizer
+from paperchat.types import Source
+
+AnswerKind = Literal["number", "name", "year", "colour", "any"]
+
+# Words that say how a question asks rather than what it is about: they count, but little.
+_GENERIC_WORDS = """many much number roughly approximately around typically average value kind type exactly amount
+    total figure share percentage fraction proportion rate size long large well often paper work study authors
+    describe mention report give reach different compared method approach system model design"""
+_generic: frozenset[str] | None = None
+_form: frozenset[str] | None = None
+GENERIC_WEIGHT = 0.35
+ASKED_WEIGHT = 1.5  # the words of the thing asked about: "What *reward designs* are used to ..."
+# The question's form, not its content ("how many", "roughly"): not counted at all.
+_FORM_WORDS = "many much roughly approximately exactly typically"
+
+_NUMBER_Q = re.compile(
+    r"\bhow (?:many|much|long|large|big|often|well|fast|small|high|low|far)\b|"
+    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,3}?(?:value|values|share|percentage|fraction|proportion|rate|size|threshold|cutoff|"
+    r"number|figure|amount|score|accuracy|dimension|dimensionality|length|ratio|count|budget|speed|cost|"
+    r"temperature|learning rate|batch size)s?\b|"
+    r"\b(?:below|above|under|over|at) what\b|\broughly\b|\bon average\b|\bapproximately\b",
+    re.I,
+)
+_NAME_Q = re.compile(
+    r"\b(?:which|what)\s+(?:(?!of\b|the\b|in\b|and\b|are\b|is\b)[\w-]+\s+){0,3}?(?:model|models|dataset|datasets|benchmark|benchmarks|corpus|corpora|"
+    r"system|systems|tool|tools|toolkit|library|libraries|framework|encoder|decoder|generator|retriever|"
+    r"detector|parser|optimizer|architecture|baseline|baselines|language|metric|metrics|software|api|"
+    r"version|versions|backbone|llm|llms|method|algorithm)\b",
+    re.I,
+)
+_YEAR_Q = re.compile(r"^\s*when (?:did|was|were|is|does|do|had|has)\b|\b(?:what|which) year\b", re.I)
+_COLOUR_Q = re.compile(r"\b(?:what|which) colou?rs?\b", re.I)
+# Questions that ask what papers propose: then a paper's "we propose ..." sentence is the answer.
+_PROPOSES_Q = re.compile(
+    r"\b(?:what|which)\s+(?:\w+\s+){0,2}?(?:methods?|approaches|techniques|frameworks?|solutions|strategies|ideas)\b|"
+    r"\bwhat (?:do|does|did) (?:\w+\s+){0,3}?(?:propose|introduce|present)\b|\bwhich (?:work|paper|method|study)\b",
+    re.I,
+)
+
+_NUMBER_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred|"
+    r"hundreds|thousand|thousands|million|millions|billion|billions|half|dozen|twice|double|triple"
+)
+# A number that is the answer, not a pointer: "Table 3", "Section 4.2", "[12]", "Eq. (2)" do not count.
+_POINTER = re.compile(r"\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Algorithm|Step|Line)\s*\(?\d+(?:\.\d+)*\)?|\[\d+(?:[,\s\u2013-]+\d+)*\]")
+_CITE_YEAR = re.compile(r"\(\s*[A-Z][^()]{0,80}?(?:19|20)\d\d[a-z]?\s*\)|et al\.,?\s*\(?(?:19|20)\d\d")
+_HAS_NUMBER = re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I)
+_YEAR = re.compile(r"\b(?:19[5-9]\d|20[0-4]\d)\b")
+_COLOURS = re.compile(r"\b(?:red|green|blue|yellow|orange|purple|pink|grey|gray|black|white|brown|violet|cyan|magenta)\b", re.I)
+_SENTENCE_STARTERS = frozenset(
+    "The We In This Our Each For To A An It These Such Given Unlike Following As Since While Here Table Figure "
+    "However Finally First Second Third Note Then Thus Moreover".split()
+)
+_NAME_TOKEN = re.compile(r"^(?:[A-Z][a-z]*[A-Z]\w*|[A-Z]{2,}\w*|\w*\d\w*[A-Za-z]\w*|[A-Za-z]+-\d[\w.]*|v\d+(?:\.\d+)+)$")
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the question asks: its weighted content terms and the kind of answer it wants."""
+
+    question: str
+    terms: dict[str, float]
+    kind: AnswerKind
+    proposes: bool
+    names: tuple[str, ...] = field(default=())
+    counted: frozenset[str] = field(default=frozenset())  # what "how many" counts: "how many *participants*"
+
+    @property
+    def weight(self) -> float:
+        return sum(self.terms.values())
+
+
+def analyse(question: str, tok: Tokenizer) -> Focus:
+    """The focus of a question (terms weighed 1, generic ones GENERIC_WEIGHT)."""
+    global _generic, _form
+    if _generic is None or _form is None:
+        _generic, _form = frozenset(tok(_GENERIC_WORDS)), frozenset(tok(_FORM_WORDS))
+    terms: dict[str, float] = {}
+    for t in tok(question):
+        if t not in _form:
+            terms[t] = GENERIC_WEIGHT if t in _generic else 1.0
+    for w in re.findall(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+", question):  # "multi-turn": one word, not three
+        parts = tok(w)
+        if len(parts) > 1:
+            for t in parts[:-1]:
+                terms[t] = min(terms.get(t, 1.0), 0.5)
+            terms[parts[-1]] = 0.2  # the joined form
+    for t in tok(" ".join(asked_words(question))):  # what is asked about weighs most
+        if t in terms and terms[t] >= 1.0:
+            terms[t] = ASKED_WEIGHT
+    kind: AnswerKind = "any"
+    if _COLOUR_Q.search(question):
+        kind = "colour"
+    elif _NUMBER_Q.search(question):
+        kind = "number"
+    elif _YEAR_Q.search(question) and not re.match(r"(?i)\s*when\s+\w+ing\b", question):
+        kind = "year"
+    elif _NAME_Q.search(question):
+        kind = "name"
+    # names the question itself gives ("MS MARCO", "SQuAD"): the sources must mention them to answer it
+    names = tuple(dict.fromkeys(question_names(question)))
+    m = _HOW_MANY.search(question)
+    counted = frozenset(t for t in tok(m.group(1)) if t in terms) if m else frozenset()
+    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted)
+
+
+_ASKED = re.compile(
+    r"(?i)^\s*(?:(?:in|on|for|by|from|with|at|under|during|after|before) )?(?:what|which|how many|how much)\s+"
+    r"((?:(?!(?:are|is|were|was|do|does|did|have|has|had|can|could|would|should|will|of|in|for|to|that|and|the)\b)[\w-]+\s+){1,4})"
+)
+
+
+_HOW_MANY = re.compile(
+    r"(?i)\bhow many\s+((?:(?!(?:are|is|were|was|do|does|did|have|has|had|can|could|would|should|will|per|in|on|for|to|that|and|of|the)\b)[\w-]+\s*){1,4})"
+)
+
+
+def asked_words(question: str) -> list[str]:
+    """The words naming what a question asks about: "What reward designs are ..." -> ["reward", "designs"]."""
+    m = _ASKED.match(question)
+    words: list[str] = []
+    generic = _GENERIC_WORDS.split()
+    for w in m.group(1).split() if m else []:
+        words.append(w)
+        if w.lower() in generic or w.lower().rstrip("s") in generic:
+            break  # "Which pretrained seq2seq model | serves as ...": the head noun ends the phrase
+    return words
+
+
+def question_names(question: str) -> list[str]:
+    """The names a question gives: "MS MARCO", "TAS-B", "GPT-4"; of "BERT-sized" only "BERT"."""
+    out: list[str] = []
+    for i, w in enumerate(re.findall(r"[A-Za-z][\w-]*", question)):
+        if i == 0 and w in _SENTENCE_STARTERS:
+            continue
+        parts = [p for p in w.split("-") if p]
+        if len(parts) == 1:
+            out += [w] if _NAME_TOKEN.match(w) else []
+        elif all(_NAME_TOKEN.match(p) or p.isupper() or p.isdigit() for p in parts):
+            out.append(w)
+        else:
+            out += [p for p in parts if _NAME_TOKEN.match(p)]
+    return out
+
+
+def _is_name(word: str) -> bool:
+    """GPT-4, BigBird-PEGASUS-large, OpineDB, BM25, v3.0.0: a name-like token (or a hyphenated one with a name part)."""
+    return bool(_NAME_TOKEN.match(word)) or ("-" in word and any(_NAME_TOKEN.match(p) for p in word.split("-") if p))
+
+
+_CONTRIBUTION = re.compile(
+    r"\b(?:we|this (?:paper|work|study)|our (?:method|approach|framework))\s+(?:\w+\s+)?"
+    r"(?:propose|introduce|present|develop|design|build|formulate)s?\b",
+    re.I,
+)
+
+
+def contribution(sentence: str) -> bool:
+    """A sentence that states what a paper does ("we propose ...")."""
+    return bool(_CONTRIBUTION.search(sentence))
+
+
+# Venue and header acronyms that running page headers glue into sentences: not answers.
+_HEADER_NAMES = frozenset("ACL EMNLP NAACL EACL COLING CHI UIST CSCW NeurIPS NIPS ICML ICLR AAAI IJCAI KDD SIGIR WWW CVPR ICCV ECCV TACL JMLR ACM IEEE arXiv".split())
+
+
+def names_in(text: str) -> set[str]:
+    """The name-like tokens of a text: acronyms, CamelCase, words with digits, versions (GPT-4, v3.0.0)."""
+    return {w.rstrip(".") for w in re.findall(r"[A-Za-z0-9][\w.-]*", text) if _is_name(w.rstrip("."))} - _HEADER_NAMES
+
+
+def satisfies(kind: AnswerKind, sentence: str, known: frozenset[str] = frozenset()) -> bool:
+    """Whether the sentence holds the kind of thing the question asks for; for a name, one that is not
+    in `known` (the question's own names and the paper's title)."""
+    if kind == "any":
+        return True
+    bare = _CITE_YEAR.sub(" ", _POINTER.sub(" ", sentence))
+    if kind == "number":
+        return bool(_HAS_NUMBER.search(bare))
+    if kind == "year":
+        return bool(_YEAR.search(bare))
+    if kind == "colour":
+        return bool(_COLOURS.search(bare))
+    lowered = {k.lower() for k in known}
+    return any(n.lower() not in lowered for n in names_in(bare))
+
+
+# -- candidate sentences -----------------------------------------------------------------------------
+
+_MATHY = re.compile(r"[=∈×≤≥∑√∏→←⊕⊗·∗^_{}|\\]|^[A-Za-z]$|^\W+$")
+_NUMBERISH = re.compile(r"^[\d.,%±()/+\-x×<>]+[kKMB]?$")
+_REFERENCE = re.compile(
+    r"\b(?:In Proceedings|Proceedings of|arXiv preprint|arXiv:\d|CoRR|abs/\d|pages? \d+\s*[-\u2013]\s*\d+|pp\. ?\d|"
+    r"Vol\. \d|doi:|doi\.org|Association for Computational Linguistics|Conference on|Journal of|Transactions on|"
+    r"Workshop on|URL https?://|https?://)",
+    re.I,
+)
+_AFFILIATION = re.compile(r"@|\b(?:University|Universit[àä]t|Institute|Department|Laboratory|Labs?|Inc\.|Ltd|School of|College|Corporation|Research Center)\b")
+_SECTION_HEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-H](?:\.\d+)*\.?|[IVX]+\.)\s+(?=[A-Z])")
+_BULLET = re.compile(r"\s*[•●▪◦]\s*")
+
+
+@dataclass
+class Candidate:
+    """One quotable sentence of a source."""
+
+    n: int
+    paper_id: str
+    page: int | None
+    text: str
+    position: int
+    fragment: bool = False
+    tokens: frozenset[str] = frozenset()
+    context_tokens: frozenset[str] = frozenset()
+    counted: frozenset[str] = frozenset()  # words a number counts or measures ("8 ... heads", "128 passages")
+
+
+_COUNT = re.compile(rf"^(?:\d[\d,.]*%?|{_NUMBER_WORDS})$", re.I)
+
+
+def counted_words(sentence: str, tok: Tokenizer, window: int = 5) -> frozenset[str]:
+    """The stemmed words that follow a number within `window` words (what the number counts)."""
+    words = re.findall(r"[\w%.,-]+", _POINTER.sub(" ", sentence))
+    out: set[str] = set()
+    for i, w in enumerate(words):
+        if _COUNT.match(w.rstrip(".,")):
+            for nxt in words[i + 1 : i + 1 + window]:
+                out.update(tok(nxt))
+    return frozenset(out)
+
+
+def _tabular(sentence: str) -> bool:
+    """Mostly numbers (a table row run together by the text extractor) or mostly math symbols."""
+    words = sentence.split()
+    if len(words) >= 6 and sum(bool(_NUMBERISH.match(w)) for w in words) / len(words) > 0.3:
+        return True
+    return len(words) >= 5 and sum(bool(_MATHY.search(w)) for w in words) / len(words) > 0.25
+
+
+def _reference(sentence: str) -> bool:
+    """A bibliography entry or a run of author names."""
+    if _REFERENCE.search(sentence) and (_YEAR.search(sentence) or "arXiv" in sentence):
+        return True
+    names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z]\.)* [A-Z][a-z]+(?:-[A-Z][a-z]+)?,", sentence)
+    return len(names) >= 3 and len(re.findall(r"\b[a-z]{4,}\b", sentence)) < len(names) * 2
+
+
+def _header_like(sentence: str) -> bool:
+    """A title, heading, author or affiliation line: mostly capitalised words, no sentence inside."""
+    words = re.findall(r"[A-Za-z][\w'-]*", sentence)
+    if not words:
+        return True
+    caps = sum(w[0].isupper() for w in words) / len(words)
+    if _AFFILIATION.search(sentence) and caps > 0.5:
+        return True
+    return len(words) >= 3 and caps > 0.75 and not sentence.rstrip().endswith((".", "?", "!", ":"))
+
+
+def strip_heading(sentence: str) -> str:
+    """A sentence without the section heading the PDF text glued to its front ("3.2 Attention The model ...").
+
+    The result is a suffix of the sentence, so it stays a verbatim quote."""
+    m = _SECTION_HEAD.match(sentence)
+    if not m:
+        return sentence
+    words = sentence[m.end() :].split(" ")
+    for i, w in enumerate(words[1:13], start=1):
+        if w in _SENTENCE_STARTERS:
+            rest = " ".join(words[i:])
+            return rest if len(rest) >= 25 else sentence
+        if w[:1].islower() and w not in ("of", "and", "for", "in", "on", "with", "to", "the", "a", "an", "from", "by", "via", "our", "vs."):
+            return sentence  # a lower-case content word: the heading's end cannot be told
+    return sentence
+
+
+def quotable(sentence: str) -> bool:
+    """Whether a sentence may be quoted as an answer at all."""
+    return 25 <= len(sentence) <= 600 and not _tabular(sentence) and not _reference(sentence) and not _header_like(sentence)
+
+
+def candidates(sources: Sequence[Source], tok: Tokenizer) -> list[Candidate]:
+    """The quotable sentences of the sources, in source order (duplicates from overlapping chunks once)."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for src in sources:
+        sents = [p for s in split_sentences(src.text) for p in _BULLET.split(s) if p.strip()]
+        if src.page is None and len(sents) > 1:
+            sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
+        tokens = [frozenset(tok(s)) for s in sents]
+        for i, raw in enumerate(sents):
+            s = strip_heading(raw.strip())
+            if not quotable(s):
+                continue
+            key = re.sub(r"\W+", " ", s.lower()).strip()
+            if key in seen:
+                continue
+            seen.add(key)
+            # the first sentence of a PDF chunk may begin inside a sentence cut by the chunk overlap
+            fragment = src.page is not None and i == 0 and not s[:1].isupper() and not s[:1].isdigit()
+            ctx = frozenset().union(*tokens[max(0, i - 1) : i], *tokens[i + 1 : i + 2])
+            out.append(Candidate(src.n, src.paper_id, src.page, s, i, fragment, frozenset(tok(s)), ctx, counted_words(s, tok)))
+    return out
