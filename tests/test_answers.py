@@ -18,11 +18,11 @@ import pytest
 from paperchat.answering import topic_map
 from paperchat.answering.text import analyse, quotable, satisfies, strip_heading
 from paperchat.evaluation import metrics as M
-from paperchat.text import Tokenizer
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.embedders import MiniLMEmbedder
 from paperchat.qa import QA
+from paperchat.text import Tokenizer
 from paperchat.types import Scope, Source
 
 from .conftest import SHARED, make_settings

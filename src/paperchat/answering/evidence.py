@@ -49,6 +49,7 @@ class Evidence:
         return self.coverage + self.cosine - self.absent - (0.0 if self.fits else MISFIT) - (0.0 if self.counted else UNCOUNTED)
 
     def features(self) -> dict[str, object]:
+        """The evidence as a flat record (for calibration and reports)."""
         d = asdict(self)
         d.pop("best")
         d["strength"] = round(self.strength, 4)
@@ -85,6 +86,7 @@ class Refusal:
     names: bool = True
 
     def refuse(self, ev: Evidence) -> bool:
+        """True when the sources do not answer: a name the question gives is missing, or the evidence is weak."""
         return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength
 
 

@@ -54,6 +54,7 @@ class Scored:
 
     @property
     def text(self) -> str:
+        """The sentence's text."""
         return self.cand.text
 
 

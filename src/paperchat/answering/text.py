@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from paperchat.text import split_sentences
-from paperchat.text import Tokenizer
+from paperchat.text import Tokenizer, split_sentences
 from paperchat.types import Source
 
 AnswerKind = Literal["number", "name", "year", "colour", "any"]
@@ -86,6 +85,7 @@ class Focus:
 
     @property
     def weight(self) -> float:
+        """Total weight of the question's terms."""
         return sum(self.terms.values())
 
 

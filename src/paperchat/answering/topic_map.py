@@ -60,6 +60,7 @@ class PaperLine:
 
 @dataclass
 class Group:
+    """One group of the topic map: a label and its papers, best first."""
     label: str
     papers: list[PaperLine] = field(default_factory=list)
 

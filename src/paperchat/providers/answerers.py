@@ -132,6 +132,7 @@ class ExtractiveAnswerer:
         return topic_map.render(groups, topic_map.header(reading.focus, len(lines), context))
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
+        """Yield the composed answer, one line at a time."""
         yield from self.compose(question, sources, topic_level, context)
 
     def complete(self, prompt: str) -> str:
