@@ -10,6 +10,7 @@ times), and because changing the topic rules then only rewrites metadata, never 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,15 +225,26 @@ class VectorStore:
             "chunk_size": settings.chunk_size,
             "chunk_overlap": settings.chunk_overlap,
         }
-        try:
-            other = _other_embedder(self.client, name)
-            self.collection = self.client.get_or_create_collection(name, embedding_function=None, metadata=wanted)
-            self.collection.count()
-        except Exception as exc:
+        failure: Exception | None = None
+        other = None
+        for attempt in range(6):  # several processes creating a fresh store at once race on its first tables
+            try:
+                other = _other_embedder(self.client, name)
+                self.collection = self.client.get_or_create_collection(name, embedding_function=None, metadata=wanted)
+                self.collection.count()
+                break
+            except Exception as exc:
+                if settings.chroma_url or attempt == 5:
+                    failure = exc
+                    break
+                forget_client(settings.chroma_dir)
+                time.sleep(0.25 * (attempt + 1))
+                self.client = _client(settings)
+        if failure is not None:
             if settings.chroma_url:
-                raise StoreError(f"the Chroma server at {settings.chroma_url} failed ({exc})", "check the server's log") from exc
+                raise StoreError(f"the Chroma server at {settings.chroma_url} failed ({failure})", "check the server's log") from failure
             forget_client(settings.chroma_dir)
-            raise damaged_store(settings, exc) from exc
+            raise damaged_store(settings, failure) from failure
         if other is not None:  # the catalogue and the lexical index are shared: one embedder per data dir
             raise EmbedderMismatch(
                 f"the store at {settings.data_dir} was built with embedder {other[1]!r} "
