@@ -11,44 +11,27 @@ them from the mirror. A damaged database file raises StoreError naming `papercha
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables
+from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
 from paperchat.errors import StoreError
 from paperchat.types import Paper
 
 __all__ = ["Catalog", "DiscoveredTopic", "damaged"]
 USER_LISTS = "user_lists.json"
 REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
 def damaged(path: Path, exc: BaseException) -> StoreError:
     """The error for a catalogue file SQLite cannot read."""
     return StoreError(f"the catalogue {path} is damaged ({exc})", REPAIR_HINT)
 
-
-def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Turn SQLite's errors about a damaged file into a StoreError that says what to run."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return fn(*args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise
-            raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
-
-    return wrapper
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (

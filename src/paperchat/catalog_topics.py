@@ -24,7 +24,8 @@ _R = TypeVar("_R")
 
 
 def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """SQLite's errors about a damaged file as the catalogue's StoreError (as paperchat.catalog does)."""
+    """Turn SQLite's errors about a damaged file into the catalogue's StoreError that says what to run (for
+    paperchat.catalog and these tables alike)."""
 
     @functools.wraps(fn)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
