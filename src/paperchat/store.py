@@ -10,8 +10,11 @@ times), and because changing the topic rules then only rewrites metadata, never 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+import os
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -147,6 +150,30 @@ def _with_kind(clause: dict[str, Any], kind: ChunkKind | None) -> dict[str, Any]
     return clause if kind is None else {"$and": [clause, {"kind": kind}]}
 
 
+@contextmanager
+def _opening(settings: Settings) -> Iterator[None]:
+    """Hold an flock on a file beside the Chroma folder while opening it: Chroma creates a fresh store's
+    tables without a guard, so several processes opening one new store at once fail with 'table collections
+    already exists'. One opener at a time; a server store (PAPERCHAT_CHROMA_URL) needs no lock."""
+    if settings.chroma_url:
+        yield
+        return
+    settings.chroma_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(settings.chroma_dir.parent / ".chroma-open.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a read-only data folder: nobody can create a store there to race with
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def _client(settings: Settings) -> Any:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
@@ -216,6 +243,10 @@ class VectorStore:
     def __init__(self, settings: Settings, embedder: Embedder) -> None:
         self.settings = settings
         self.embedder = embedder
+        with _opening(settings):
+            self._open(settings, embedder)
+
+    def _open(self, settings: Settings, embedder: Embedder) -> None:
         self.client = _client(settings)
         name = "chunks-" + settings.embedder
         wanted = {
