@@ -13,7 +13,7 @@ from paperchat.errors import ConfigError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.qa import QA
-from paperchat.retrieval import Retriever
+from paperchat.retrieval import Retriever, aspects
 from paperchat.types import Scope
 
 from .corpus import PAPER_ID, PAPER_QUESTIONS
@@ -70,6 +70,36 @@ def test_topic_is_a_soft_prior(demo_library: Library) -> None:
     assert soft[outsider.id].score == pytest.approx(params.topic_outside_weight * ignored[outsider.id].score)
     for pid in soft.keys() & ignored.keys() & members:  # members keep their score
         assert soft[pid].score == pytest.approx(ignored[pid].score)
+
+
+def test_aspects_of_a_many_sided_question() -> None:
+    assert aspects("How have researchers compressed retrieved context for RAG, either as shorter text or as soft embeddings?") == [
+        "How have researchers compressed retrieved context for RAG as shorter text",
+        "How have researchers compressed retrieved context for RAG as soft embeddings",
+    ]
+    assert aspects("When does graph-structured retrieval actually help RAG, and what benchmarks have examined GraphRAG's effectiveness?") == [
+        "When does graph-structured retrieval actually help RAG",
+        "what benchmarks have examined GraphRAG's effectiveness",
+    ]
+    assert aspects("How do recent systems let multimodal LLMs answer questions about long-form video?") == []
+    assert aspects("How have researchers diagnosed and reduced over-refusal?") == []  # a side of one generic word is no side
+
+
+def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> None:
+    """Both levers only add rankings: off (0) they change nothing; on, every hit of the plain search that
+    keeps its place is scored at least as high, and the results stay inside the scope's rules and window."""
+    params = demo_library.settings.retrieval
+    assert params.aspect_weight == 0 and params.neighbour_weight == 0  # off until they win on held-out halves
+    question = "How do retrieval-augmented models handle knowledge conflicts, and which benchmarks test them?"
+    scope = Scope.for_topic("rag")
+    plain = {h.chunk.id: h.score for h in Retriever(demo_library).search(question, scope, k=8)}
+    for lever in ({"aspect_weight": 0.5}, {"neighbour_weight": 0.5}):
+        hits = Retriever(demo_library, params.model_copy(update=lever)).search(question, scope, k=8)
+        assert len(hits) == 8, lever
+        for h in hits:
+            if h.chunk.id in plain:
+                assert h.score >= plain[h.chunk.id] - 1e-12, lever
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:

@@ -74,6 +74,41 @@ def _soft_ranks(
     return out
 
 
+_EITHER = re.compile(r"^(?P<head>.+?),?\s+either\s+(?P<a>.+?)\s+or\s+(?P<b>.+)$", re.I)
+_CLAUSES = re.compile(
+    r",\s*(?:and|but|or)\s+|;\s*|\?\s+|\s+and\s+(?=(?:what|which|how|when|where|why|whether|do|does|did|is|are|can|if)\b)", re.I
+)
+_AND = re.compile(r"\s+and\s+", re.I)
+
+
+_GENERIC = frozenset("researchers methods approaches techniques proposed work works systems have has been recent existing ways so".split())
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9][a-z0-9-]*", text.lower()) if w not in _STOP and w not in _GENERIC and len(w) > 1]
+
+
+def aspects(question: str, max_parts: int = 4) -> list[str]:
+    """The sides of a many-sided question, each searchable on its own; [] for a one-sided question.
+
+    "compressed context for RAG, either as shorter text or as soft embeddings" gives the head with each
+    alternative; "When does X help, and what benchmarks examined Y?" gives its two clauses; "techniques that
+    reduce overthinking and make models produce shorter chains" gives the two sides of the "and" when each
+    has at least two content words. Every part must have two content words; at most `max_parts`.
+    """
+    q = question.strip().rstrip("?").strip()
+    m = _EITHER.match(q)
+    if m:
+        parts = [f"{m['head']} {m['a']}", f"{m['head']} {m['b']}"]
+    else:
+        parts = [c for c in _CLAUSES.split(q) if c and c.strip()]
+        if len(parts) < 2:
+            sides = _AND.split(q)
+            parts = sides if len(sides) >= 2 and all(len(_content_words(x)) >= 2 for x in sides) else []
+    parts = [x.strip(" ,") for x in parts if len(_content_words(x)) >= 2]
+    return parts[:max_parts] if len(parts) >= 2 else []
+
+
 def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: int) -> list[str]:
     """Keep the order, but let no paper hold more than `max_per_paper` slots before every paper had its turn."""
     counts: dict[str, int] = {}
@@ -188,6 +223,52 @@ class Retriever:
             self._windows[key] = got
         return got
 
+    def _soft_search(
+        self, query: str, qv: np.ndarray, scope: Scope, members: np.ndarray, window: np.ndarray | None, lex: SearchSnapshot, dense_weight: float
+    ) -> tuple[dict[str, tuple[int, float]], dict[str, tuple[int, float]], list[tuple[str, float]], list[tuple[str, float]]]:
+        """BM25 and dense ranks of one query over the whole store with the topic as a prior (`_soft_ranks`)."""
+        p = self.params
+        bm = lex.scores(query, members, p.scope_idf)
+        if bm is not None and p.lexical_feedback_terms > 0:
+            bm = self._expanded_scores(query, bm, members, lex)
+        lex_ranks = _soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
+        lexical = sorted(((cid, sc) for cid, (_, sc) in lex_ranks.items()), key=lambda x: lex_ranks[x[0]][0])
+        dq = self._dense_query(qv, scope, [(c, sc) for c, sc in lexical if members[lex.pos[c]]], lex)
+        assert lex.vectors is not None
+        cos = lex.vectors @ dq
+        dense_ranks = _soft_ranks(lex.ids, cos, members, window, p.candidates, positive_only=False)
+        dense = sorted(((cid, sc) for cid, (_, sc) in dense_ranks.items()), key=lambda x: dense_ranks[x[0]][0])
+        if dq is not qv:
+            dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
+        return lex_ranks, dense_ranks, lexical, dense
+
+    def _neighbours(
+        self, fused: dict[str, float], qv: np.ndarray, members: np.ndarray, window: np.ndarray | None, lex: SearchSnapshot
+    ) -> dict[str, float]:
+        """A third ranking from what the first pass found: the question's vector moved to the mean vector of
+        the best `neighbour_papers` papers, so papers close to the answers found (in other words than the
+        question's) join the candidates."""
+        p = self.params
+        assert lex.vectors is not None
+        seen: set[str] = set()
+        rows: list[int] = []
+        for cid in sorted(fused, key=lambda c: -fused[c]):
+            paper = lex.paper_of(cid) or cid
+            if paper in seen:
+                continue
+            seen.add(paper)
+            rows.append(lex.pos[cid])
+            if len(rows) >= p.neighbour_papers:
+                break
+        centre = lex.vectors[rows].mean(axis=0)
+        moved = qv + p.neighbour_move * centre / (np.linalg.norm(centre) or 1.0)
+        moved /= np.linalg.norm(moved) or 1.0
+        ranks = _soft_ranks(lex.ids, lex.vectors @ moved, members, window, p.candidates, positive_only=False)
+        out = dict(fused)
+        for cid, (rank, _) in ranks.items():
+            out[cid] = out.get(cid, 0.0) + p.neighbour_weight / (p.rrf_k + rank)
+        return out
+
     def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
         """The top k chunks for the query inside the scope, best first, each with its scores.
 
@@ -215,33 +296,31 @@ class Retriever:
         dense: list[tuple[str, float]] = []
         chunks: dict[str, Chunk] = {}
         dense_weight = p.paper_dense_weight if scope.kind == "paper" else p.dense_weight
+        fused: dict[str, float]
         if soft:  # the topic is a prior, not a filter: papers its rules miss still rank, behind its members
             window = lex.scope_mask(since=date_int(scope.since), until=date_int(scope.until))
             members = mask if mask is not None else np.ones(len(lex.ids), dtype=bool)
             if p.topic_similarity > 0 and scope.topic:
                 near = self._near_topic(lex, scope.topic, p.topic_similarity)
                 members = members | (near if window is None else near & window)
-            bm = lex.scores(query, members, p.scope_idf)
-            if bm is not None and p.lexical_feedback_terms > 0:
-                bm = self._expanded_scores(query, bm, members, lex)
-            lex_ranks = _soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
-            lexical = sorted(((cid, sc) for cid, (_, sc) in lex_ranks.items()), key=lambda x: lex_ranks[x[0]][0])
-            t2 = time.perf_counter()
-            dq = self._dense_query(qv, scope, [(c, sc) for c, sc in lexical if members[lex.pos[c]]], lex)
-            assert lex.vectors is not None
-            cos = lex.vectors @ dq
-            dense_ranks = _soft_ranks(lex.ids, cos, members, window, p.candidates, positive_only=False)
-            dense = sorted(((cid, sc) for cid, (_, sc) in dense_ranks.items()), key=lambda x: dense_ranks[x[0]][0])
-            if dq is not qv:
-                dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
-            t3 = time.perf_counter()
-            fused: dict[str, float] = {}
+            lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, dense_weight)
+            t2 = t3 = time.perf_counter()
+            fused = {}
             for ranks, weight in ((dense_ranks, dense_weight), (lex_ranks, p.lexical_weight)):
                 for cid, (rank, _) in ranks.items():
                     fused[cid] = fused.get(cid, 0.0) + weight / (p.rrf_k + rank)
+            parts = aspects(query) if p.aspect_weight > 0 else []
+            for part in parts:  # each aspect of a many-sided question searched on its own, fused at a share of the weight
+                a_lex, a_dense, _, _ = self._soft_search(part, self.lib.embedder.embed_query(part), scope, members, window, lex, dense_weight)
+                for ranks, weight in ((a_dense, dense_weight), (a_lex, p.lexical_weight)):
+                    for cid, (rank, _) in ranks.items():
+                        fused[cid] = fused.get(cid, 0.0) + p.aspect_weight / len(parts) * weight / (p.rrf_k + rank)
+            if p.neighbour_weight > 0 and fused and lex.vectors is not None:
+                fused = self._neighbours(fused, qv, members, window, lex)
             for cid in fused:
                 if not members[lex.pos[cid]]:
                     fused[cid] *= p.topic_outside_weight
+            t3 = time.perf_counter()
         else:
             if mode in ("hybrid", "lexical"):
                 lexical = lex.search(query, p.candidates, mask, p.scope_idf)
@@ -271,7 +350,7 @@ class Retriever:
                 rankings.append((self._sentence_ranking(query, scope.paper_id, lex, mask), p.sentence_weight))
             fused = rrf(rankings, p.rrf_k)
         ranked = sorted(fused, key=lambda c: -fused[c])
-        dense_score = dict(dense)
+        dense_score: dict[str, float | None] = dict(dense)
         lex_score = dict(lexical)
         head = ranked[: max(k * 4, 20)]
         if scope.kind != "paper":

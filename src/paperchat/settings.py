@@ -74,6 +74,18 @@ class RetrievalSettings(BaseModel):
         le=1.0,
         description="topic questions with topic_outside_weight > 0: chunks this close (cosine) to the mean vector of the topic's rule members count as members (0 = off)",
     )
+    aspect_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="topic questions with topic_outside_weight > 0: a many-sided question's sides are searched too, their rankings fused at this share of the question's (0 = off)",
+    )
+    neighbour_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="topic questions with topic_outside_weight > 0: weight of a dense ranking by the question moved toward the best papers found first (0 = off)",
+    )
+    neighbour_papers: int = Field(default=5, ge=1, description="how many of the best papers found first make the neighbour ranking's centre")
+    neighbour_move: float = Field(default=1.0, ge=0.0, description="how far the question's vector moves toward that centre (1 = as far as its own length)")
     dense_backend: Literal["memory", "chroma"] = Field(
         default="memory",
         description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",
