@@ -7,13 +7,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import numpy as np
 import pytest
 
 from paperchat.errors import ConfigError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.qa import QA
-from paperchat.retrieval import Retriever, aspects
+from paperchat.retrieval import Retriever, TitleField, aspects
 from paperchat.types import Scope
 
 from .corpus import PAPER_ID, PAPER_QUESTIONS
@@ -100,6 +101,24 @@ def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> 
             if h.chunk.id in plain:
                 assert h.score >= plain[h.chunk.id] - 1e-12, lever
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_title_field_scores_papers_by_their_titles(demo_library: Library) -> None:
+    """The title field gives every chunk its paper's title BM25: the paper whose title is the query scores
+    highest, and chunks of papers with none of the words score 0."""
+    lex = demo_library.ready_lexical()
+    titles = demo_library.catalog.titles()
+    field = TitleField(lex, titles)
+    pid = next(iter(sorted(titles)))
+    scores = field.scores(titles[pid], lex.tokenizer)
+    assert scores is not None and scores.shape == (len(lex.ids),)
+    best = lex.paper_of(lex.ids[int(np.argmax(scores))])
+    assert best == pid or titles[best] == titles[pid]
+    assert field.scores("zzzz qqqq", lex.tokenizer) is None
+    params = demo_library.settings.retrieval
+    assert params.title_weight == 0  # off until it wins on held-out halves
+    hits = Retriever(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
+    assert hits and hits[0].chunk.paper_id == pid
 
 
 def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:

@@ -297,6 +297,12 @@ class Catalog(DiscoveryTables):
             yield self._row_to_paper(row, [])
 
     @_guarded
+    def titles(self) -> dict[str, str]:
+        """Paper id -> title of every paper in the catalogue."""
+        with self._lock:
+            return dict(self._conn.execute("SELECT id, title FROM papers").fetchall())
+
+    @_guarded
     def count(self) -> int:
         """Number of papers in the catalogue."""
         with self._lock:

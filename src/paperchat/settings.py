@@ -74,6 +74,11 @@ class RetrievalSettings(BaseModel):
         le=1.0,
         description="topic questions with topic_outside_weight > 0: chunks this close (cosine) to the mean vector of the topic's rule members count as members (0 = off)",
     )
+    title_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="topic questions with topic_outside_weight > 0: BM25 of the paper's title added to each chunk's BM25 at this weight (a title field; 0 = off)",
+    )
     aspect_weight: float = Field(
         default=0.0,
         ge=0.0,
