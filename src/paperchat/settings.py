@@ -75,14 +75,22 @@ class RetrievalSettings(BaseModel):
         description="topic questions with topic_outside_weight > 0: chunks this close (cosine) to the mean vector of the topic's rule members count as members (0 = off)",
     )
     title_weight: float = Field(
-        default=0.0,
+        default=0.1,
         ge=0.0,
-        description="topic questions with topic_outside_weight > 0: BM25 of the paper's title added to each chunk's BM25 at this weight (a title field; 0 = off)",
+        description=(
+            "topic questions with topic_outside_weight > 0: BM25 of the paper's title added to each chunk's BM25 at this weight "
+            "(a title field; 0 = off). Split halves of topic_dev + topic_tune on the full store, with aspects on: 0.1-0.3 raise "
+            "multi-paper recall@10 on both halves (0.42/0.53 -> 0.46/0.54 at 0.1); above 0.1 known-item MRR falls"
+        ),
     )
     aspect_weight: float = Field(
-        default=0.0,
+        default=1.0,
         ge=0.0,
-        description="topic questions with topic_outside_weight > 0: a many-sided question's sides are searched too, their rankings fused at this share of the question's (0 = off)",
+        description=(
+            "topic questions with topic_outside_weight > 0: a many-sided question's sides are searched too, their rankings fused "
+            "at this share of the question's (0 = off). Split halves of topic_dev + topic_tune on the full store: 1.0-3.0 raise "
+            "known-item MRR on both halves (0.92/0.91 -> 1.00/1.00); multi-paper recall@10 unchanged within one paper"
+        ),
     )
     neighbour_weight: float = Field(
         default=0.0,
