@@ -31,6 +31,18 @@ def test_metrics_hand_computed() -> None:
     assert percentile([1, 2, 3, 4, 100], 50) == 3 and percentile([1, 2, 3, 4, 100], 95) == 100
 
 
+def test_holds_reads_the_words_not_the_string() -> None:
+    golds = ["Only 14.9 F1 on SQuAD and 66.3 accuracy on MNLI after 500,000 iterations", "14.9 F1 and 66.3 accuracy"]
+    answer = 'The paper says (p. 6): "This model can only achieve 14.9 F1 score on SQuAD and 66.3 accuracy on MNLI." [1]'
+    assert M.contains(answer, golds)[0] == 0.0  # a substring test misses the stated fact
+    assert M.holds(answer, golds)[0] == 1.0 and M.holds_first(answer, golds)[0] == 1.0
+    assert M.holds("14.9 F1 on SQuAD", golds)[0] == 0.0  # half the fact is not the fact
+    assert M.holds("66.3 accuracy and 14.9 F1", golds)[0] == 1.0  # any order
+    assert M.holds("uses \ufb01ve heads", ["five heads"])[0] == 1.0  # ligatures folded
+    later = 'The paper says (p. 2): "We study transfer." [1] It also notes (p. 6): "14.9 F1 and 66.3 accuracy." [2]'
+    assert M.holds(later, golds)[0] == 1.0 and M.holds_first(later, golds)[0] == 0.0
+
+
 def test_malformed_set_lines_are_reported(tmp_path: Path) -> None:
     p = tmp_path / "s.jsonl"
     p.write_text(

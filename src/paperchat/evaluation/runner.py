@@ -98,6 +98,9 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
         if q.gold_answer:
             put("answer.f1", M.best_f1(ans.answer, golds))
             put("answer.contains", M.contains(ans.answer, golds))
+            put("answer.holds", M.holds(ans.answer, golds))
+            if q.scope == "paper":
+                put("answer.holds_first", M.holds_first(ans.answer, golds))
             if q.scope == "paper":
                 rank, why_rank = M.first_gold_rank(ans.answer, golds)
                 m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
@@ -151,6 +154,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answer": {
             "f1": _mean(rows, "answer.f1"),
             "contains": _mean(rows, "answer.contains"),
+            "holds": _mean(rows, "answer.holds"),
+            "holds_first": _mean(rows, "answer.holds_first"),
             "abstention_accuracy": _mean(rows, "answer.abstention_accuracy"),
             "right_refusals": _count(rows, "answer.abstention_accuracy"),
             "wrong_refusals": _count(rows, "answer.wrong_refusal"),
