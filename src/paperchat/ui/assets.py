@@ -66,7 +66,7 @@ JS = """
     if (!a && !row) return;
     let href = a ? decodeURIComponent(a.getAttribute('href').slice(1)) : 'paper/' + row.dataset.paper + '/' + row.dataset.page;
     const quote = (row && row.dataset.quote) || (a && a.getAttribute('title')) || '';
-    if (!quote || !/^paper\/.+\/\d+$/.test(href)) return;  // a plain paper link: the hash does it
+    if (!quote || !/^paper\\/.+\\/\\d+$/.test(href)) return;  // a plain paper link: the hash does it
     e.preventDefault(); e.stopPropagation();
     history.replaceState(null, '', '#' + href);
     setNav(href + '|' + Date.now(), quote);
