@@ -70,6 +70,13 @@ class Reader:
         self.cache = PageCache(int(cache_mb * 1024 * 1024))
         self.scale = scale
 
+    def clear(self) -> None:
+        """Forget every rendered page and every page's characters: the next view is a cold one."""
+        from paperchat.reading.document import clear_text_cache
+
+        self.cache.clear()
+        clear_text_cache()
+
     def highlight(self, pdf: Path, page: int, quote: str) -> Highlight:
         """The quote's line boxes on the page (placed=False when it is not found there).
 

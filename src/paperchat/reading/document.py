@@ -130,6 +130,12 @@ def _page_text(path: Path, number: int, page: Any, textpage: Any) -> PageText:
     return text
 
 
+def clear_text_cache() -> None:
+    """Forget every page's characters (benchmarks measure a cold start with it)."""
+    with _LOCK:
+        _TEXT.clear()
+
+
 def page_count(path: Path) -> int:
     """The number of pages PDFium finds in the PDF (SourceError when it cannot open it)."""
     with _document(path) as doc:
@@ -173,7 +179,8 @@ class PageCache:
 
     def clear(self) -> None:
         """Forget every image."""
-        self._lru.clear()
+        with _LOCK:
+            self._lru.clear()
 
     def png(self, path: Path, number: int, scale: float) -> tuple[bytes, int, int]:
         """The page as PNG at `scale` (1.0 = 72 dpi): (bytes, width px, height px), from the cache when held.
@@ -181,6 +188,10 @@ class PageCache:
         Raises:
             SourceError: PDFium cannot open the PDF or render that page.
         """
+        with _LOCK:  # one lock for PDFium and the cache's bookkeeping (requests come from several threads)
+            return self._png(path, number, scale)
+
+    def _png(self, path: Path, number: int, scale: float) -> tuple[bytes, int, int]:
         key = (str(path), number, round(scale, 3))
         got = self._lru.get(key)
         if got is not None:
