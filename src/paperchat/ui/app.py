@@ -156,9 +156,9 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, visible=False, elem_id="pc-viewer-col") as viewer_col:
             with gr.Row(elem_classes="pc-viewer-bar"):
-                prev_btn = gr.Button("< Prev", elem_id="pc-prev", scale=0, min_width=70)
+                prev_btn = gr.Button("< Prev", elem_id="pc-prev", scale=0, min_width=100)
                 page_no = gr.Number(value=1, precision=0, minimum=1, label="Page", elem_id="pc-page-no", scale=0, min_width=90)
-                next_btn = gr.Button("Next >", elem_id="pc-next", scale=0, min_width=70)
+                next_btn = gr.Button("Next >", elem_id="pc-next", scale=0, min_width=100)
                 zoom = gr.Dropdown([(f"{round(z * 100)}%", z) for z in ZOOMS], value=1.0, label="Zoom", elem_id="pc-zoom", scale=0, min_width=100)
             view = gr.HTML(elem_id="pc-viewer")
         with gr.Column(scale=2):

@@ -30,9 +30,9 @@ CSS = """
 .pc-keys {color:#6b7280; font-size:.8rem}
 .pc-source[data-page] {cursor:pointer} .pc-source[data-page]:hover {background:#f5f3ff}
 .pc-page-meta {color:#6b7280; font-size:.85rem; margin:2px 0 6px 0} .pc-found {color:#166534} .pc-missing {color:#92400e}
-.pc-page-scroll {max-height:1100px; overflow:auto; border:1px solid #e5e7eb; border-radius:6px; background:#f3f4f6}
+.pc-page-scroll {max-height:88vh; overflow:auto; border:1px solid #e5e7eb; border-radius:6px; background:#f3f4f6}
 .pc-page {position:relative; margin:0 auto; background:#fff} .pc-page-img {display:block; width:100%; height:auto}
-.pc-hl {position:absolute; background:rgba(250,204,21,.38); outline:1px solid rgba(202,138,4,.55); border-radius:2px; pointer-events:none; mix-blend-mode:multiply}
+.pc-hl {position:absolute; background:rgba(250,204,21,.38); outline:1px solid rgba(202,138,4,.55); border-radius:2px; mix-blend-mode:multiply}
 """
 
 JS = """
@@ -72,6 +72,16 @@ JS = """
     setNav(href + '|' + Date.now(), quote);
   }
   document.addEventListener('click', openCitation, true);
+  // a new page with a highlight: scroll the viewer so that the passage sits in its upper third
+  new MutationObserver(function () {
+    const v = document.querySelector('#pc-viewer .pc-viewer'); if (!v || v.dataset.scrolled) return;
+    v.dataset.scrolled = '1';
+    const box = v.querySelector('.pc-page-scroll'), hl = v.querySelector('.pc-hl');
+    if (!box) return;
+    const img = v.querySelector('.pc-page-img');
+    function go() { box.scrollTop = hl ? Math.max(0, hl.offsetTop - box.clientHeight / 3) : 0; }
+    if (img && !img.complete) img.addEventListener('load', go, {once: true}); else go();
+  }).observe(document.body, {childList: true, subtree: true});
   document.addEventListener('keydown', function (e) {
     if (e.key === 'Enter' && e.target && e.target.classList && e.target.classList.contains('pc-source')) openCitation(e);
     const t = e.target;

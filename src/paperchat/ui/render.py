@@ -112,7 +112,7 @@ def _env() -> Any:
     return env
 
 
-def link_title(text: str, limit: int = 400) -> str:
+def link_title(text: str, limit: int = 1000) -> str:
     """Text for a Markdown link title (inside double quotes): one line, cut at `limit`, escaped as `md_text`
     does (quotes become entities, backslashes are doubled), so it can neither end the title nor add markup."""
     one = " ".join(plain(text).split())
