@@ -32,7 +32,7 @@ CSS = """
 .pc-page-meta {color:#6b7280; font-size:.85rem; margin:2px 0 6px 0} .pc-found {color:#166534} .pc-missing {color:#92400e}
 .pc-page-scroll {max-height:88vh; overflow:auto; border:1px solid #e5e7eb; border-radius:6px; background:#f3f4f6}
 .pc-page {position:relative; margin:0 auto; background:#fff} .pc-page-img {display:block; width:100%; height:auto}
-.pc-hl {position:absolute; background:rgba(250,204,21,.38); outline:1px solid rgba(202,138,4,.55); border-radius:2px; mix-blend-mode:multiply}
+.pc-hl {position:absolute; background:rgba(249,115,22,.25); outline:2px solid rgba(234,88,12,.85); border-radius:2px; mix-blend-mode:multiply}
 """
 
 JS = """

@@ -176,7 +176,7 @@ def chat_stream(core: Assistant, question: str, kind: str, target: str, history:
 def ask_json(core: Assistant, question: str, scope: Scope) -> dict[str, Any]:
     """The answer record as JSON (the same shape as `paperchat ask --json`); errors as {"error": message}."""
     try:
-        return core.ask(question, scope).to_json()
+        return core.place_citations(core.ask(question, scope)).to_json()  # PDF citations with their boxes
     except PaperchatError as exc:
         return {"error": str(exc)}
 
