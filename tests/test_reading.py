@@ -22,7 +22,10 @@ from paperchat.reading.placement import fold, fold_quote, line_boxes, match_span
 from paperchat.types import Highlight, Scope
 from paperchat.ui import handlers as h
 
+from .conftest import ROOT
 from .corpus import PAPER_ID
+
+ARTEFACTS = ROOT / "test-artefacts"  # the browser test's folder
 
 DPR = "rag/2004.04906.pdf"  # two columns, ligatures (ﬁ, ﬃ) and hyphenated line ends
 # page 3 of DPR: a sentence that starts at the foot of the left column and ends at the top of the right one
@@ -59,7 +62,9 @@ def test_every_askpdf_dev_evidence_is_placed_on_its_gold_page(shared: Path) -> N
     placed on its gold page, and the boxes cover exactly that text."""
     rows = _dev_rows(shared)
     assert len(rows) == 30
-    for r in rows:
+    ARTEFACTS.mkdir(exist_ok=True)
+    reader = Reader(cache_mb=16)
+    for i, r in enumerate(rows):
         pdf = shared / "pdfs" / str(r["pdf"])
         page = r["gold_pages"][0]  # type: ignore[index]
         hl = locate(pdf, page, str(r["evidence"]))
@@ -69,6 +74,8 @@ def test_every_askpdf_dev_evidence_is_placed_on_its_gold_page(shared: Path) -> N
         assert _covers(under, str(r["evidence"])), (r["id"], under)
         # not much more than the quote: whole lines at most (the first and last lines only partly)
         assert len(under) < 1.6 * len(fold_quote(str(r["evidence"]))) + 120, r["id"]
+        if i % 6 == 0:  # five of them as pictures, for a person to look at (test-artefacts/placement-*.png)
+            (ARTEFACTS / f"placement-{r['id']}.png").write_bytes(reader.highlighted_png(pdf, page, str(r["evidence"])))
 
 
 @pytest.mark.parametrize(

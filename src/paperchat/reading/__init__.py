@@ -16,6 +16,7 @@ from paperchat.errors import SourceError
 from paperchat.types import Highlight
 
 ZOOMS = (0.75, 1.0, 1.25, 1.5, 2.0)
+MAX_QUOTE_CHARS = 2000  # a citation quotes a sentence or a passage; anything longer is cut before matching
 
 
 @dataclass
@@ -70,6 +71,18 @@ class Reader:
         self.cache = PageCache(int(cache_mb * 1024 * 1024))
         self.scale = scale
 
+    def highlighted_png(self, pdf: Path, page: int, quote: str, zoom: float = 1.0) -> bytes:
+        """The page as PNG with the quote's boxes drawn on it (translucent, outlined): for reports and
+        screenshots outside the app, which draws the same boxes as page elements.
+
+        Raises:
+            SourceError: the PDF or the page cannot be read.
+        """
+        from paperchat.reading.document import draw_boxes
+
+        png, _w, _h = self.cache.png(pdf, page, self.scale * zoom)
+        return draw_boxes(png, self.highlight(pdf, page, quote), self.scale * zoom)
+
     def clear(self) -> None:
         """Forget every rendered page and every page's characters: the next view is a cold one."""
         from paperchat.reading.document import clear_text_cache
@@ -85,7 +98,7 @@ class Reader:
         """
         from paperchat.reading.document import locate
 
-        return locate(pdf, page, quote)
+        return locate(pdf, page, quote[:MAX_QUOTE_CHARS])
 
     def view(self, paper_id: str, pdf: Path, page: int = 1, quote: str = "", zoom: float = 1.0) -> PageView:
         """The page (clamped to the PDF's pages) with the quote highlighted when it can be placed; a PDF whose
@@ -103,7 +116,8 @@ class Reader:
             t1 = time.perf_counter()
             view.image = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
             if quote.strip():
-                view.highlight = self.highlight(pdf, view.page, quote)
+                view.quote = quote[:MAX_QUOTE_CHARS]
+                view.highlight = self.highlight(pdf, view.page, view.quote)
             view.timings_ms = {"render": round(1000 * (t1 - t0), 1), "total": round(1000 * (time.perf_counter() - t0), 1)}
         except SourceError as exc:
             view.image, view.error = "", str(exc)

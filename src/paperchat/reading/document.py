@@ -211,3 +211,19 @@ class PageCache:
         out = (buf.getvalue(), image.width, image.height)
         self._lru.put(key, out, len(out[0]))
         return out
+
+
+def draw_boxes(png: bytes, highlight: Highlight, scale: float) -> bytes:
+    """A page image (PNG at `scale` pixels per point) with the highlight's boxes drawn: translucent orange,
+    outlined, as the app's viewer shows them."""
+    from PIL import Image, ImageDraw
+
+    page = Image.open(io.BytesIO(png)).convert("RGBA")
+    layer = Image.new("RGBA", page.size, (0, 0, 0, 0))
+    pen = ImageDraw.Draw(layer)
+    for x0, top, x1, bottom in highlight.boxes if highlight.placed else []:
+        box = (scale * (x0 - 1), scale * (top - 1), scale * (x1 + 1), scale * (bottom + 1))
+        pen.rectangle(box, fill=(249, 115, 22, 64), outline=(234, 88, 12, 220), width=2)
+    out = io.BytesIO()
+    Image.alpha_composite(page, layer).convert("RGB").save(out, "PNG", compress_level=1)
+    return out.getvalue()
