@@ -261,9 +261,13 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
                 msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
             except Exception as exc:
                 msg = md_text(str(exc))
-        head, rows, fbtn = show_topic(slug, now, filter_text, page)
+        listed: Any = gr.update()
+        if kind == "paper":  # opening a paper (a citation click) changes nothing on the topic page or the lists
+            head = rows = fbtn = gr.update()
+        else:
+            (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, h.lists_html(core), msg, *viewer
+        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, listed, msg, *viewer
 
     outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
