@@ -162,5 +162,6 @@ def sources_panel(ans: Answer) -> str:
     for s in ans.sources:
         c = cited.get(s.n)
         quote_text = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
-        rows.append({"source": s, "cited": c, "quote": quote_text})
+        # a click on the row highlights the cited sentence, or (uncited) the whole passage
+        rows.append({"source": s, "cited": c, "quote": quote_text, "passage": c.quote if c else s.text})
     return render("sources.html", rows=rows)
