@@ -176,10 +176,10 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
         return go
 
     inputs = [shell.paper_state, page_no, zoom, cite]
-    prev_btn.click(turn_page(-1), inputs, tab.outputs(), api_visibility="private")
-    next_btn.click(turn_page(1), inputs, tab.outputs(), api_visibility="private")
-    page_no.submit(turn_page(0), inputs, tab.outputs(), api_visibility="private")
-    zoom.input(turn_page(0), inputs, tab.outputs(), api_visibility="private")
+    prev_btn.click(turn_page(-1), inputs, tab.outputs(), api_visibility="private", queue=False)
+    next_btn.click(turn_page(1), inputs, tab.outputs(), api_visibility="private", queue=False)
+    page_no.submit(turn_page(0), inputs, tab.outputs(), api_visibility="private", queue=False)
+    zoom.input(turn_page(0), inputs, tab.outputs(), api_visibility="private", queue=False)
 
     def turn(question: str, hist: list[dict[str, Any]], pid: str, name: str) -> Any:
         for msgs, src in h.chat_stream(core, question, "paper", pid, hist or [], None, None, name):
@@ -271,7 +271,9 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
 
     outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
-    shell.nav_btn.click(on_nav, inputs, outputs, api_visibility="private")
+    # off the queue: a navigation (a citation click) is tens of ms of work, and the queue's join and event
+    # stream added about 100-200 ms to every click
+    shell.nav_btn.click(on_nav, inputs, outputs, api_visibility="private", queue=False)
 
     def on_follow(slug: str) -> tuple[Any, ...]:
         on = h.toggle_follow(core, slug)
