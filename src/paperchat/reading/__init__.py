@@ -108,15 +108,14 @@ class Reader:
         from paperchat.reading.document import page_count
 
         t0 = time.perf_counter()
-        view = PageView(paper_id, max(1, int(page or 1)), 0, zoom if zoom in ZOOMS else 1.0, quote=quote)
+        view = PageView(paper_id, max(1, int(page or 1)), 0, zoom if zoom in ZOOMS else 1.0, quote=quote[:MAX_QUOTE_CHARS])
         try:
             view.pages = page_count(pdf)
             view.page = min(view.page, view.pages)
             png, view.width_px, view.height_px = self.cache.png(pdf, view.page, self.scale * view.zoom)
             t1 = time.perf_counter()
             view.image = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-            if quote.strip():
-                view.quote = quote[:MAX_QUOTE_CHARS]
+            if view.quote.strip():
                 view.highlight = self.highlight(pdf, view.page, view.quote)
             view.timings_ms = {"render": round(1000 * (t1 - t0), 1), "total": round(1000 * (time.perf_counter() - t0), 1)}
         except SourceError as exc:

@@ -1,8 +1,10 @@
 """build_app(settings) -> gr.Blocks: All topics, Topic page (momentum, latest papers, related topics,
-"Ask about this topic"), Paper view with AskPDF, PDF upload, Following & Saved, Evaluation.
+"Ask about this topic"), Paper view with its PDF's pages beside AskPDF, PDF upload, Following & Saved,
+Evaluation.
 
 One builder per tab makes its components and wires what happens inside it; `_wire_navigation` connects the
-tabs (hash links, J/K/S keys, follow and save) and `_api` adds the endpoints scripts call.
+tabs (hash links, J/K/S keys, follow and save, citation clicks that open the cited page with the quote
+highlighted) and `_api` adds the endpoints scripts call.
 """
 
 from __future__ import annotations
