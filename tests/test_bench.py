@@ -32,3 +32,20 @@ def test_bench_query_subset_and_naive(built_library: Library, tmp_path: Path) ->
     for v in res.values():
         assert v["topic_retrieve_p50_ms"] > 0 and v["naive_topic_p50_ms"] > 0 and v["paper_retrieve_p50_ms"] > 0
     assert "<svg" in bench.chart_svg({"query": res})
+
+
+def test_bench_viewer_and_placement_small(shared: Path, tmp_path: Path) -> None:
+    """`bench viewer` on the shared four-page PDF, and its placement part over that PDF's dev questions."""
+    import json
+
+    from .conftest import hashing_settings
+
+    settings = hashing_settings(tmp_path / "unused")
+    pdf = shared / "pdfs" / "scholarly_nlp" / "2304.02623v1.pdf"
+    res = bench.bench_viewer(pdf, settings, ["How do the authors use the model to write papers?", "What are the limitations?"], rounds=1)
+    assert res["pages"] == 4 and res["citations_clicked"] > 0 and res["citations_placed_share"] == 1.0
+    assert res["click_cold_p95_ms"] > 0 and res["click_warm_p95_ms"] > 0 and res["first_paint_ms"] > 0
+    rows = [json.loads(line) for line in (shared / "eval" / "askpdf_dev.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    mine = [r for r in rows if r["pdf"] == "scholarly_nlp/2304.02623v1.pdf"]
+    placed = bench.bench_placement(mine, shared / "pdfs", settings)
+    assert placed["questions"] == 3 and placed["evidence_placed_share"] == 1.0 and placed["evidence_missed"] == "none"

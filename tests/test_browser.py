@@ -2,7 +2,7 @@
 
 Opens the app, opens a topic and checks the momentum figures against the store, presses J/J/K/S and
 checks the saved list, asks a topic question and follows a citation link, uploads a real PDF and asks
-about it, and checks that a hostile title renders as text; opens a hostile record (javascript: URL, HTML in
+about it, clicks the answer's first citation and checks the viewer's page and highlight boxes, and checks that a hostile title renders as text; opens a hostile record (javascript: URL, HTML in
 its abstract) and asks about it: no dialog, no iframe, no javascript: link. Screenshots go to test-artefacts/.
 `.ci/run` installs Debian's chromium; in CI a missing browser fails the test instead of skipping it.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from paperchat.library import Library
+from paperchat.types import Scope
 from paperchat.ui import handlers as h
 from tests.conftest import IN_CI, ROOT, served_app
 
@@ -133,6 +135,46 @@ def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs
     pq.press("Enter")
     page.wait_for_selector('[class*="message"] a[href^="#paper/1706.03762/"]', timeout=30_000)
     _shot(page, "06-askpdf-upload")
+    assert not dialogs
+
+    # -- the PDF beside the chat: its first citation opens the cited page with the quote highlighted ----
+    page.wait_for_selector("#pc-viewer .pc-page-img")  # the upload opened the viewer at page 1
+    assert page.locator("#pc-viewer .pc-viewer").get_attribute("data-page") == "1"
+    first = page.locator('[class*="message"] a[href^="#paper/1706.03762/"]').first
+    cited_page = int(first.get_attribute("href").rsplit("/", 1)[1])
+    quote = first.get_attribute("title")  # hovering shows the quote
+    assert quote and len(quote) > 20
+    ans = core.ask("How many attention heads are used?", Scope.for_paper("1706.03762"))
+    cite = next(c for c in ans.citations if c.page == cited_page)
+    t0 = time.perf_counter()
+    first.click()
+    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}")
+    click_ms = 1000 * (time.perf_counter() - t0)
+    # the boxes on the page are the ones computed from the page's text positions for that citation's quote
+    expected = core.page_view("1706.03762", cited_page, cite.quote)
+    assert expected is not None and expected.highlight is not None and expected.highlight.placed
+    shown = page.locator("#pc-viewer .pc-hl").evaluate_all(
+        "els => els.map(e => [e.style.left, e.style.top, e.style.width, e.style.height].map(parseFloat))"
+    )
+    assert shown == [list(b) for b in expected.boxes_pct()], (shown, expected.boxes_pct())
+    assert "cited passage highlighted" in page.locator("#pc-viewer .pc-page-meta").inner_text()
+    hl = page.locator("#pc-viewer .pc-hl").first.bounding_box()
+    img = page.locator("#pc-viewer .pc-page-img").bounding_box()
+    assert hl and img and img["x"] <= hl["x"] < img["x"] + img["width"] and img["y"] <= hl["y"] < img["y"] + img["height"]
+    print(f"citation click to highlighted page in the browser: {click_ms:.0f} ms")
+    _shot(page, "08-viewer-citation-highlight")
+    page.click("#pc-next")  # next page: no highlight there
+    page.wait_for_function(f"() => document.querySelector('#pc-viewer .pc-viewer').dataset.page === '{cited_page + 1}'")
+    assert page.locator("#pc-viewer .pc-hl").count() == 0
+    t0 = time.perf_counter()  # the same citation again: its page is rendered already (warm)
+    first.click()
+    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}")
+    print(f"citation click, page rendered before: {1000 * (time.perf_counter() - t0):.0f} ms")
+    # a sources row opens its page too, with its passage highlighted
+    row = page.locator(".pc-source[data-page] >> visible=true").nth(1)  # (the topic tab keeps its own, hidden)
+    row_page = row.get_attribute("data-page")
+    row.locator("blockquote").click()
+    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{row_page}' && v.querySelector('.pc-hl'); }}")
     assert not dialogs
 
 

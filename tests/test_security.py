@@ -197,7 +197,7 @@ def test_render_functions_escape_stored_text() -> None:
     ans = _hostile_answer()
     md = answer_markdown(ans)
     _assert_inert(md, markdown=True)
-    assert "[[1]](#paper/hostile-1)" in md  # our own citation link survives
+    assert "[[1]](#paper/hostile-1 \"sixty-four experts &lt;img" in md  # our own citation link survives, its quote as the title
     assert "\\[click me\\](javascript:alert(1))" in md  # the hostile link is text
     assert "&lt;iframe" in md and "&lt;img" in md
     _assert_inert(sources_panel(ans))

@@ -88,7 +88,7 @@ def test_chat_stream_and_errors_in_words(core: h.Core) -> None:
     assert "not in the library" in msgs[-1]["content"] and "Traceback" not in msgs[-1]["content"]
     msgs, sources = list(h.chat_stream(core, "Which papers study knowledge conflicts in retrieval-augmented generation?", "topic", "rag", []))[-1]
     topic = set(core.library.catalog.topic_papers("rag"))
-    cited = {m.split(")")[0] for m in msgs[-1]["content"].split("](#paper/")[1:]}
+    cited = {m.split(" ", 1)[0].split(")")[0] for m in msgs[-1]["content"].split("](#paper/")[1:]}  # (the link's title is its quote)
     # links to papers of the library, the topic's among them (the topic is a prior: others may rank too)
     assert cited and set(core.library.catalog.get_many(cited)) == cited and cited & topic
 
@@ -118,6 +118,8 @@ def test_launched_app_through_gradio_client(built_library: Library, five_pdfs: l
         assert cited and cited <= {s["paper_id"] for s in t["sources"]} and cited & set(built_library.catalog.topic_papers("rag"))
         p = client.predict("What is the retrieval granularity?", "2005.11401", api_name="/ask_paper")
         assert p["citations"] and {c["paper_id"] for c in p["citations"]} == {"2005.11401"}
+        # each citation of a PDF page comes with its highlight boxes (as `paperchat ask --json`)
+        assert all(c["highlight"]["placed"] and c["highlight"]["boxes"] for c in p["citations"] if c["page"])
         up = client.predict(handle_file(str(five_pdfs[3])), api_name="/upload_pdf")
         assert up["paper_id"] == "2305.18290"
 

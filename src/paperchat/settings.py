@@ -169,6 +169,8 @@ class Settings(BaseSettings):
     )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="retrieval knobs")
     answers: AnswerSettings = Field(default_factory=AnswerSettings, description="extractive answers and refusals")
+    viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="page images of the paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
+    viewer_cache_mb: float = Field(default=64.0, ge=1.0, description="most megabytes of rendered page images the viewer keeps in memory")
 
     @property
     def chroma_dir(self) -> Path:

@@ -138,11 +138,24 @@ class Source(NumberedRef):
     chunk_id: str = ""
 
 
+class Highlight(BaseModel):
+    """Where a quote sits on a PDF page: line boxes in page coordinates (PDF points, origin at the page's
+    top-left corner, y growing downwards), so any viewer can draw them over the page."""
+
+    page: int = Field(description="1-based physical page (pypdf's index + 1)")
+    width: float = Field(description="page width in points")
+    height: float = Field(description="page height in points")
+    boxes: list[tuple[float, float, float, float]] = Field(default_factory=list, description="(x0, top, x1, bottom) per line of the quote")
+    placed: bool = Field(default=False, description="the quote was found on the page (no boxes when it was not)")
+    coverage: float = Field(default=0.0, description="share of the quote's letters and digits matched on the page, 0..1")
+
+
 class Citation(NumberedRef):
     """A citation that survived checking: it points at an offered source."""
 
     quote: str = Field(description="the passage (or sentence of it) the claim rests on")
     support: float = Field(description="how much of the citing sentence the passage supports, 0..1")
+    highlight: Highlight | None = Field(default=None, description="the quote's place on the page of the stored PDF, when asked for")
 
 
 class Answer(BaseModel):

@@ -30,6 +30,7 @@ from paperchat.citations import CITATION, parse_citations, parse_group
 from paperchat.dates import user_day
 from paperchat.ingestion.records import Failure
 from paperchat.ports import free_port
+from paperchat.reading import ZOOMS, PageView
 from paperchat.tex import plain
 from paperchat.text import Tokenizer, normalize_for_match, percentile, printable, split_sentences
 from paperchat.topics import Momentum
@@ -41,6 +42,8 @@ __all__ = [
     "Assistant",
     "Failure",
     "IngestReport",
+    "PageView",
+    "ZOOMS",
     "Momentum",
     "PaperList",
     "PdfResult",

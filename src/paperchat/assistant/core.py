@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from paperchat.assistant.discovery import DiscoveryOps
 from paperchat.assistant.ingest import IngestOps
+from paperchat.assistant.reading import ReadingOps
 from paperchat.assistant.records import PaperList, PdfResult, RelatedTopic, TopicPage, TopicSummary
 from paperchat.assistant.standalone import check_question, llm_model, pdf_folder
 from paperchat.dates import plausible
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from paperchat.qa import QA
 
 
-class Assistant(IngestOps, DiscoveryOps):
+class Assistant(IngestOps, DiscoveryOps, ReadingOps):
     """An open library and what can be done with it. Build once per process; safe to share between threads
     as the library and QA are.
 

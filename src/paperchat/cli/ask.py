@@ -78,7 +78,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     scope = scope_of(args, assistant)
     history = args.history or []
     if args.json:
-        print(json.dumps(assistant.ask(args.question, scope, history, args.k).to_json()))
+        # each citation of a stored PDF's page carries its highlight: the quote's line boxes on that page
+        print(json.dumps(assistant.place_citations(assistant.ask(args.question, scope, history, args.k)).to_json()))
         return 0
     final = None
     for item in assistant.stream(args.question, scope, history, args.k):

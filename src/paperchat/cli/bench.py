@@ -1,4 +1,4 @@
-"""`paperchat bench ingest|query|startup`: benchmarks against a baseline measured in the same run
+"""`paperchat bench ingest|query|startup|viewer`: benchmarks against a baseline measured in the same run
 (`paperchat.bench`, imported only here; its naive baseline needs the `dev` extra)."""
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         assistant.close()
         sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
         res = {"query": bench.bench_query_sizes(settings, qs, papers, sizes)}
+    elif args.what == "viewer":
+        res = {"viewer": bench.bench_viewer(Path(args.source), settings)}
+        if args.set:
+            rows = [json.loads(line) for line in open(args.set, encoding="utf-8") if line.strip()]
+            res["placement"] = bench.bench_placement(rows, Path(args.pdf_root) if args.pdf_root else Path(args.set).parent.parent / "pdfs", settings)
     else:
         res = {"startup": bench.bench_startup(settings, args.source, args.topic)}
     if args.out:
@@ -58,9 +63,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `bench`."""
-    bn = sub.add_parser("bench", help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, startup and memory")
-    bn.add_argument("what", choices=["ingest", "query", "startup"])
-    bn.add_argument("source", help="ingest: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question")
+    bn = sub.add_parser("bench", help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, startup and memory, the paper viewer")
+    bn.add_argument("what", choices=["ingest", "query", "startup", "viewer"])
+    bn.add_argument("source", help="ingest: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question; viewer: a PDF")
+    bn.add_argument("--set", help="viewer: also place the evidence quotes (and AskPDF's citations) of this paper question set")
+    bn.add_argument("--pdf-root", help="viewer --set: the folder the set's `pdf` paths are relative to (default: ../pdfs beside the set's folder)")
     bn.add_argument("--limit", type=int, help="ingest: only the first N records")
     bn.add_argument("--pdfs", help="ingest: also a folder of PDFs")
     bn.add_argument("--pdf-limit", type=int, default=40, help="ingest: at most N PDFs of --pdfs")

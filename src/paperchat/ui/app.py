@@ -1,8 +1,10 @@
 """build_app(settings) -> gr.Blocks: All topics, Topic page (momentum, latest papers, related topics,
-"Ask about this topic"), Paper view with AskPDF, PDF upload, Following & Saved, Evaluation.
+"Ask about this topic"), Paper view with its PDF's pages beside AskPDF, PDF upload, Following & Saved,
+Evaluation.
 
 One builder per tab makes its components and wires what happens inside it; `_wire_navigation` connects the
-tabs (hash links, J/K/S keys, follow and save) and `_api` adds the endpoints scripts call.
+tabs (hash links, J/K/S keys, follow and save, citation clicks that open the cited page with the quote
+highlighted) and `_api` adds the endpoints scripts call.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paperchat.assistant import Assistant, pdf_folder
+from paperchat.assistant import ZOOMS, Assistant, pdf_folder
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.types import Scope
 from paperchat.ui import handlers as h
@@ -30,6 +32,7 @@ class _Shell:
     topic_state: Any
     paper_state: Any
     notice: Any
+    quote: Any  # hidden: the quote of the citation clicked last (set by the page's script with the nav box)
 
 
 @dataclass
@@ -49,6 +52,27 @@ class _PaperTab:
     html: Any
     save_btn: Any
     chat: Any
+    viewer_col: Any
+    view: Any
+    page_no: Any
+    zoom: Any
+    cite: Any  # {"page": n, "quote": text}: the passage to highlight when that page is shown
+
+    def outputs(self) -> list[Any]:
+        """What showing a page of the viewer updates (see `show_page`)."""
+        return [self.view, self.page_no, self.viewer_col, self.cite]
+
+
+def show_page(core: Assistant, pid: str, page: float | None, zoom: float | None, cite: dict[str, Any] | None) -> tuple[Any, ...]:
+    """The viewer at a page of the paper (the cited passage highlighted when that is its page): (html, page
+    number, column visibility, cite); the column is hidden for a paper without a stored PDF."""
+    import gradio as gr
+
+    cite = cite or {}
+    n = int(page or 1)
+    quote = str(cite.get("quote") or "") if cite.get("page") == n else ""
+    html, shown, has_pdf = h.viewer(core, pid, n, quote, float(zoom or 1.0))
+    return html, shown, gr.update(visible=has_pdf), cite
 
 
 def _topics_tab(core: Assistant) -> tuple[Any, Any]:
@@ -121,7 +145,7 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
 
 
 def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: list[str]) -> _PaperTab:
-    """One paper: its page, Save, adding its PDF (upload or arXiv) and AskPDF."""
+    """One paper: its page, Save, adding its PDF (upload or arXiv), and the PDF viewer beside AskPDF."""
     import gradio as gr
 
     html = gr.HTML('<p class="pc-empty">Open a paper from a topic page.</p>')
@@ -130,11 +154,34 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
         attach = gr.File(file_types=[".pdf"], label="PDF of this paper")
         fetch_btn = gr.Button("Download from arXiv", scale=0)
         attach_msg = gr.Markdown()
-    gr.HTML("<h3>AskPDF</h3>")
-    chat = gr.Chatbot(height=380, show_label=False, sanitize_html=True)
-    q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
-    answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
-    sources = gr.HTML()
+    cite = gr.State({})
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, visible=False, elem_id="pc-viewer-col") as viewer_col:
+            with gr.Row(elem_classes="pc-viewer-bar"):
+                prev_btn = gr.Button("< Prev", elem_id="pc-prev", scale=0, min_width=100)
+                page_no = gr.Number(value=1, precision=0, minimum=1, label="Page", elem_id="pc-page-no", scale=0, min_width=90)
+                next_btn = gr.Button("Next >", elem_id="pc-next", scale=0, min_width=100)
+                zoom = gr.Dropdown([(f"{round(z * 100)}%", z) for z in ZOOMS], value=1.0, label="Zoom", elem_id="pc-zoom", scale=0, min_width=100)
+            view = gr.HTML(elem_id="pc-viewer")
+        with gr.Column(scale=2):
+            gr.HTML("<h3>AskPDF</h3>")
+            chat = gr.Chatbot(height=380, show_label=False, sanitize_html=True)
+            q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
+            answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
+            sources = gr.HTML()
+    tab = _PaperTab(html, save_btn, chat, viewer_col, view, page_no, zoom, cite)
+
+    def turn_page(step: int) -> Any:
+        def go(pid: str, page: float, zoom_: float, cite_: dict[str, Any]) -> tuple[Any, ...]:
+            return show_page(core, pid, max(1, int(page or 1) + step), zoom_, cite_)
+
+        return go
+
+    inputs = [shell.paper_state, page_no, zoom, cite]
+    prev_btn.click(turn_page(-1), inputs, tab.outputs(), api_visibility="private", queue=False)
+    next_btn.click(turn_page(1), inputs, tab.outputs(), api_visibility="private", queue=False)
+    page_no.submit(turn_page(0), inputs, tab.outputs(), api_visibility="private", queue=False)
+    zoom.input(turn_page(0), inputs, tab.outputs(), api_visibility="private", queue=False)
 
     def turn(question: str, hist: list[dict[str, Any]], pid: str, name: str) -> Any:
         for msgs, src in h.chat_stream(core, question, "paper", pid, hist or [], None, None, name):
@@ -142,19 +189,23 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
 
     q.submit(turn, [q, chat, shell.paper_state, answerer], [chat, sources, q], api_visibility="private", concurrency_limit=4)
 
-    def on_attach(path: str | None, pid: str) -> tuple[Any, ...]:
+    def on_attach(path: str | None, pid: str, zoom_: float) -> tuple[Any, ...]:
         if not pid:
-            return gr.update(), "Open a paper first."
+            return gr.update(), "Open a paper first.", *[gr.update()] * 4
         new_pid, msg = h.upload_pdf(core, path, paper_id=pid)
-        return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
+        if not new_pid:
+            return gr.update(), md_text(msg), *[gr.update()] * 4
+        return h.paper_view(core, pid), md_text(msg), *show_page(core, pid, 1, zoom_, {})
 
-    def on_fetch(pid: str) -> tuple[Any, ...]:
+    def on_fetch(pid: str, zoom_: float) -> tuple[Any, ...]:
         new_pid, msg = h.download_arxiv_pdf(core, pid)
-        return (h.paper_view(core, pid) if new_pid else gr.update()), md_text(msg)
+        if not new_pid:
+            return gr.update(), md_text(msg), *[gr.update()] * 4
+        return h.paper_view(core, pid), md_text(msg), *show_page(core, pid, 1, zoom_, {})
 
-    fetch_btn.click(on_fetch, shell.paper_state, [html, attach_msg], api_visibility="private", concurrency_limit=1)
-    attach.upload(on_attach, [attach, shell.paper_state], [html, attach_msg], api_visibility="private", concurrency_limit=1)
-    return _PaperTab(html, save_btn, chat)
+    fetch_btn.click(on_fetch, [shell.paper_state, zoom], [html, attach_msg, *tab.outputs()], api_visibility="private", concurrency_limit=1)
+    attach.upload(on_attach, [attach, shell.paper_state, zoom], [html, attach_msg, *tab.outputs()], api_visibility="private", concurrency_limit=1)
+    return tab
 
 
 def _upload_tab(core: Assistant, settings: Settings, shell: _Shell, paper: _PaperTab) -> None:
@@ -164,15 +215,16 @@ def _upload_tab(core: Assistant, settings: Settings, shell: _Shell, paper: _Pape
     up = gr.File(file_types=[".pdf"], label=f"Drop a PDF (up to {settings.max_pdf_mb:g} MB)")
     up_msg = gr.Markdown()
 
-    def on_upload(path: str | None, progress: Any = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008 - how Gradio passes a progress bar
+    def on_upload(path: str | None, zoom: float, progress: Any = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008 - how Gradio passes a progress bar
         progress(0.1, desc="reading and embedding the PDF")
         pid, msg = h.upload_pdf(core, path)
         progress(1.0)
         if pid is None:
-            return gr.update(), gr.update(), gr.update(), f"**{md_text(msg)}**", []
-        return gr.update(selected="paper"), pid, h.paper_view(core, pid), md_text(msg), []
+            return gr.update(), gr.update(), gr.update(), f"**{md_text(msg)}**", [], *[gr.update()] * 4
+        return gr.update(selected="paper"), pid, h.paper_view(core, pid), md_text(msg), [], *show_page(core, pid, 1, zoom, {})
 
-    up.upload(on_upload, up, [shell.tabs, shell.paper_state, paper.html, up_msg, paper.chat], api_visibility="private", concurrency_limit=1)
+    outputs = [shell.tabs, shell.paper_state, paper.html, up_msg, paper.chat, *paper.outputs()]
+    up.upload(on_upload, [up, paper.zoom], outputs, api_visibility="private", concurrency_limit=1)
 
 
 def _eval_tab() -> None:
@@ -190,28 +242,40 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
     names = core.topic_names()
     show_topic = _show_topic(core)
 
-    def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float) -> tuple[Any, ...]:
+    def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float, quote: str, zoom: float) -> tuple[Any, ...]:
         target = (value or "").split("|")[0]
         kind, _, rest = target.partition("/")
         msg = ""
         sel = gr.update()
+        viewer: tuple[Any, ...] = (gr.update(),) * 4
         if kind == "topic" and rest in names:
             slug, sel = rest, gr.update(selected="topic")
             page = 1
         elif kind == "paper" and rest:
             pid, sel = rest.split("/")[0], gr.update(selected="paper")
+            tail = rest.split("/")[1:]
+            cited = int(tail[0]) if tail and tail[0].isdigit() and len(tail[0]) <= 5 else 1
+            # a citation's link carries its page; the clicked citation's quote comes in the hidden quote box
+            viewer = show_page(core, pid, cited, zoom, {"page": cited, "quote": quote or ""})
         elif kind == "save" and rest:
             try:
                 on = h.toggle_save(core, rest)
                 msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
             except Exception as exc:
                 msg = md_text(str(exc))
-        head, rows, fbtn = show_topic(slug, now, filter_text, page)
+        listed: Any = gr.update()
+        if kind == "paper":  # opening a paper (a citation click) changes nothing on the topic page or the lists
+            head = rows = fbtn = gr.update()
+        else:
+            (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, h.lists_html(core), msg
+        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, listed, msg, *viewer
 
-    outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice]
-    shell.nav_btn.click(on_nav, [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no], outputs, api_visibility="private")
+    outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
+    inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
+    # off the queue: a navigation (a citation click) is tens of ms of work, and the queue's join and event
+    # stream added about 100-200 ms to every click
+    shell.nav_btn.click(on_nav, inputs, outputs, api_visibility="private", queue=False)
 
     def on_follow(slug: str) -> tuple[Any, ...]:
         on = h.toggle_follow(core, slug)
@@ -268,12 +332,13 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
         gr.HTML('<div class="pc-brand"><h1>paperchat</h1><p>Topics, papers and answers with checked citations.</p></div>')
         nav = gr.Textbox(elem_id="pc-nav", elem_classes="pc-hidden", show_label=False, container=False)
         nav_btn = gr.Button("nav", elem_id="pc-nav-btn", elem_classes="pc-hidden")
+        quote = gr.Textbox(elem_id="pc-quote", elem_classes="pc-hidden", show_label=False, container=False)
         topic_state = gr.State(first)
         paper_state = gr.State("")
         notice = gr.Markdown("")
 
         with gr.Tabs(selected="topics") as tabs:
-            shell = _Shell(nav, nav_btn, tabs, topic_state, paper_state, notice)
+            shell = _Shell(nav, nav_btn, tabs, topic_state, paper_state, notice, quote)
             with gr.Tab("All topics", id="topics"):
                 _search, overview = _topics_tab(core)
             with gr.Tab("Topic", id="topic"):

@@ -1,4 +1,4 @@
-"""CSS and JavaScript of the app (hash navigation, J/K/Enter/S keys)."""
+"""CSS and JavaScript of the app (hash navigation, J/K/Enter/S keys, citation clicks, [ and ] page keys)."""
 
 CSS = """
 .pc-hidden {display:none !important}
@@ -28,6 +28,11 @@ CSS = """
 .pc-source blockquote {margin:4px 0 0 12px; color:#374151; font-style:italic}
 .pc-cited {background:#fafafa}
 .pc-keys {color:#6b7280; font-size:.8rem}
+.pc-source[data-page] {cursor:pointer} .pc-source[data-page]:hover {background:#f5f3ff}
+.pc-page-meta {color:#6b7280; font-size:.85rem; margin:2px 0 6px 0} .pc-found {color:#166534} .pc-missing {color:#92400e}
+.pc-page-scroll {max-height:88vh; overflow:auto; border:1px solid #e5e7eb; border-radius:6px; background:#f3f4f6}
+.pc-page {position:relative; margin:0 auto; background:#fff} .pc-page-img {display:block; width:100%; height:auto}
+.pc-hl {position:absolute; background:rgba(249,115,22,.25); outline:2px solid rgba(234,88,12,.85); border-radius:2px; mix-blend-mode:multiply}
 """
 
 JS = """
@@ -35,17 +40,57 @@ JS = """
 (function () {
   if (window.pcReady) return; window.pcReady = true;
   window.pcSelected = null;
-  function setNav(value) {
-    const box = document.querySelector('#pc-nav textarea, #pc-nav input');
-    const btn = document.querySelector('#pc-nav-btn');
-    if (!box || !btn) { setTimeout(function () { setNav(value); }, 200); return; }
+  function fill(box, value) {
     const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(box), 'value').set;
     setter.call(box, value);
     box.dispatchEvent(new Event('input', {bubbles: true}));
+  }
+  // the quote (of a clicked citation) travels in its own hidden box beside the nav value
+  function setNav(value, quote) {
+    const box = document.querySelector('#pc-nav textarea, #pc-nav input');
+    const qbox = document.querySelector('#pc-quote textarea, #pc-quote input');
+    const btn = document.querySelector('#pc-nav-btn');
+    if (!box || !btn || !qbox) { setTimeout(function () { setNav(value, quote); }, 200); return; }
+    fill(qbox, quote || '');
+    fill(box, value);
     setTimeout(function () { btn.click(); }, 50);
   }
   window.pcNav = setNav;
-  function onHash() { const h = decodeURIComponent(location.hash.replace(/^#/, '')); if (h) setNav(h + '|' + Date.now()); }
+  function onHash() { const h = decodeURIComponent(location.hash.replace(/^#/, '')); if (h) setNav(h + '|' + Date.now(), ''); }
+  // a citation [n] in an answer, or a row of the sources panel: open its page with the quote highlighted
+  // (the link's title, or the row's data-quote); by mouse, or Enter on the focused link or row
+  function openCitation(e) {
+    const t = e.target; if (!t || !t.closest) return;
+    const a = t.closest('a[href^="#paper/"]');
+    const row = t.closest('.pc-source[data-page]');
+    if (!a && !row) return;
+    let href = a ? decodeURIComponent(a.getAttribute('href').slice(1)) : 'paper/' + row.dataset.paper + '/' + row.dataset.page;
+    const quote = (row && row.dataset.quote) || (a && a.getAttribute('title')) || '';
+    if (!quote || !/^paper\\/.+\\/\\d+$/.test(href)) return;  // a plain paper link: the hash does it
+    e.preventDefault(); e.stopPropagation();
+    history.replaceState(null, '', '#' + href);
+    setNav(href + '|' + Date.now(), quote);
+  }
+  document.addEventListener('click', openCitation, true);
+  // a new page with a highlight: scroll the viewer so that the passage sits in its upper third
+  new MutationObserver(function () {
+    const v = document.querySelector('#pc-viewer .pc-viewer'); if (!v || v.dataset.scrolled) return;
+    v.dataset.scrolled = '1';
+    const box = v.querySelector('.pc-page-scroll'), hl = v.querySelector('.pc-hl');
+    if (!box) return;
+    const img = v.querySelector('.pc-page-img');
+    function go() { box.scrollTop = hl ? Math.max(0, hl.offsetTop - box.clientHeight / 3) : 0; }
+    if (img && !img.complete) img.addEventListener('load', go, {once: true}); else go();
+  }).observe(document.body, {childList: true, subtree: true});
+  document.addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' && e.target && e.target.classList && e.target.classList.contains('pc-source')) openCitation(e);
+    const t = e.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable)) return;
+    const col = document.querySelector('#pc-viewer-col');
+    if (!col || col.offsetParent === null || e.ctrlKey || e.metaKey || e.altKey) return;
+    const id = e.key === '[' ? '#pc-prev' : e.key === ']' ? '#pc-next' : null;  // [ and ] turn the pages
+    if (id) { const b = document.querySelector(id); if (b) { b.click(); e.preventDefault(); } }
+  }, true);
   window.addEventListener('hashchange', onHash);
   window.addEventListener('load', function () { setTimeout(onHash, 600); });
   function visibleRows() {

@@ -82,6 +82,20 @@ def paper_view(core: Assistant, paper_id: str) -> str:
     )
 
 
+def viewer(core: Assistant, paper_id: str, page: int = 1, quote: str = "", zoom: float = 1.0) -> tuple[str, int, bool]:
+    """The PDF viewer beside AskPDF: (html, page shown, whether the paper has a stored PDF). The page image
+    comes from the app's own stored copy; `quote` is highlighted where it can be placed on that page."""
+    if not paper_id:
+        return "", 1, False
+    try:
+        view = core.page_view(paper_id, page, quote, zoom)
+    except PaperchatError as exc:
+        return _error(exc), 1, False
+    if view is None:
+        return render("viewer.html", view=None, boxes=[]), 1, False
+    return render("viewer.html", view=view, boxes=view.boxes_pct()), view.page, True
+
+
 def _pdf_message(res: PdfResult) -> tuple[str | None, str]:
     p = res.paper
     if res.outcome == "failed" or p is None:
@@ -162,7 +176,7 @@ def chat_stream(core: Assistant, question: str, kind: str, target: str, history:
 def ask_json(core: Assistant, question: str, scope: Scope) -> dict[str, Any]:
     """The answer record as JSON (the same shape as `paperchat ask --json`); errors as {"error": message}."""
     try:
-        return core.ask(question, scope).to_json()
+        return core.place_citations(core.ask(question, scope)).to_json()  # PDF citations with their boxes
     except PaperchatError as exc:
         return {"error": str(exc)}
 

@@ -112,10 +112,18 @@ def _env() -> Any:
     return env
 
 
+def link_title(text: str, limit: int = 1000) -> str:
+    """Text for a Markdown link title (inside double quotes): one line, cut at `limit`, escaped as `md_text`
+    does (quotes become entities, backslashes are doubled), so it can neither end the title nor add markup."""
+    one = " ".join(plain(text).split())
+    return md_text(one[:limit] + ("..." if len(one) > limit else ""))
+
+
 def answer_markdown(ans: Answer) -> str:
     """The answer for the chat: its text escaped (it quotes stored abstracts and PDFs), citations as links
     to the paper view (and page)."""
     by_n = {s.n: s for s in ans.sources}
+    quotes = {c.n: c.quote for c in ans.citations}
 
     def link(m: re.Match[str]) -> str:
         parts = []
@@ -124,7 +132,8 @@ def answer_markdown(ans: Answer) -> str:
             if s is None:
                 continue
             page = f"/{s.page}" if s.page else ""
-            parts.append(f"[[{n}]](#paper/{quote(s.paper_id, safe='/.-_')}{page})")
+            # the quote as the link's title: hovering shows it, and a click hands it to the viewer
+            parts.append(f'[[{n}]](#paper/{quote(s.paper_id, safe="/.-_")}{page} "{link_title(quotes.get(n) or s.text)}")')
         return "".join(parts)
 
     text = plain(ans.answer)
@@ -153,5 +162,6 @@ def sources_panel(ans: Answer) -> str:
     for s in ans.sources:
         c = cited.get(s.n)
         quote_text = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
-        rows.append({"source": s, "cited": c, "quote": quote_text})
+        # a click on the row highlights the cited sentence, or (uncited) the whole passage
+        rows.append({"source": s, "cited": c, "quote": quote_text, "passage": c.quote if c else s.text})
     return render("sources.html", rows=rows)
