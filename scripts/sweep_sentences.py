@@ -48,6 +48,7 @@ class _Memo:
 
 
 def main() -> None:
+    """Run the sweep and print the table."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", action="append", type=Path, required=True)
     ap.add_argument("--data", type=Path, default=None)
