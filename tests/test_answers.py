@@ -175,3 +175,22 @@ def test_topic_map_without_embedder_is_one_flat_list() -> None:
     text = "".join(lines)
     assert lines[0].startswith("Reward designs used for search agents, from 2 papers:")
     assert "Thai" not in text and "[1]" in text and "[2]" in text  # the paper that says nothing of rewards is left out
+
+
+def test_the_best_paper_leads_the_map_even_alone() -> None:
+    """A paper unlike the others (a singleton cluster) that retrieval ranked first is the answer's first
+    line, not the last line of "Other": known-item questions cite their paper first."""
+    from paperchat.answering.select import Scored
+    from paperchat.answering.text import Candidate
+
+    texts = ["We train a searcher with a gain reward.", "Process rewards for search turns.", "Process rewards per search step.",
+             "Process rewards for search calls.", "Outcome rewards for web agents.", "Outcome rewards for GUI agents.", "Outcome rewards for tool agents."]
+    lines = []
+    for i, t in enumerate(texts):
+        src = Source(n=i + 1, paper_id=f"p{i}", title=f"Paper {i}", text=t, score=1.0 / (i + 1))
+        cand = Candidate(i + 1, f"p{i}", None, t, 0, tokens=frozenset(t.lower().split()))
+        lines.append(topic_map.PaperLine(f"p{i}", Scored(cand, 1.0, 0.5, 0.0, 0.0, True), 1.0 / (i + 1), src))
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0.98, 0.2], [0.1, 0.99, 0], [0, 0, 1], [0, 0.2, 0.98], [0.1, 0, 0.99]], dtype=np.float32)
+    groups = topic_map.build_groups(lines, vectors, analyse("What reward designs are used for search agents?", Tokenizer()))
+    assert groups[0].papers[0].paper_id == "p0" and groups[0].label
+    assert sorted(p.paper_id for g in groups for p in g.papers) == [f"p{i}" for i in range(7)]

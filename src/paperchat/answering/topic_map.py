@@ -227,7 +227,11 @@ def build_groups(lines: Sequence[PaperLine], vectors: np.ndarray, focus: Focus) 
     texts = [[f"{lines[i].source.title}. {lines[i].best.text}" for i in part] for part in parts]
     labels = label_groups(texts, exclude=_question_words(focus.question))
     groups = [Group(label, [lines[i] for i in part]) for part, label in zip(parts, labels, strict=True)]
-    other = [g for g in groups if len(g.papers) == 1 or not g.label]
+    best = max(lines, key=lambda p: p.relevance)
+    for g in groups:  # the best match leads the answer even when no other paper is like it
+        if any(p is best for p in g.papers) and not g.label:
+            g.label = "Closest match"
+    other = [g for g in groups if (len(g.papers) == 1 and g.papers[0] is not best) or not g.label]
     groups = [g for g in groups if g not in other]
     if other:
         groups.append(Group("Other", sorted((p for g in other for p in g.papers), key=lambda p: -p.relevance)))
