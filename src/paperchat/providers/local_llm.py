@@ -108,7 +108,10 @@ class LocalServer:
         ]  # fmt: skip
 
     def start(self, timeout: float = 120.0) -> LocalServer:
-        """Start the server and wait until it answers (AnswererError when it exits or does not answer in time)."""
+        """Start the server and wait until it answers (AnswererError when it exits or does not answer in time); a
+        server already running is left as it is."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         t0 = time.monotonic()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its whole life
