@@ -26,6 +26,7 @@ OTHER = "We trained on the standard WMT 2014 English-German dataset consisting o
 
 
 def main() -> None:
+    """Time each thread count asked on the command line."""
     model = sys.argv[1] if len(sys.argv) > 1 else "qwen1.5b"
     threads = [int(t) for t in (sys.argv[2] if len(sys.argv) > 2 else "1,2").split(",")]
     settings = Settings(data_dir=Path(sys.argv[3] if len(sys.argv) > 3 else "/tmp/paperchat-bench-local"))
