@@ -78,8 +78,10 @@ def cpu_features() -> str:
 
 def _say(config: pytest.Config, line: str) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # shown in every run, not only with -s or on failure
+            reporter.write_line(line)
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +123,11 @@ def test_real_llama_server_streams_through_openai_client(server: object) -> None
 
     client = OpenAI(base_url=server.base_url, api_key="not-needed")  # type: ignore[attr-defined]
     stream = client.chat.completions.create(
-        model=server.alias,  # type: ignore[attr-defined] messages=[{"role": "user", "content": "Name three primary colours."}], stream=True, max_tokens=40, temperature=0
+        model=server.alias,  # type: ignore[attr-defined]
+        messages=[{"role": "user", "content": "Name three primary colours."}],
+        stream=True,
+        max_tokens=40,
+        temperature=0,
     )
     pieces = [ev.choices[0].delta.content for ev in stream if ev.choices and ev.choices[0].delta.content]
     assert len(pieces) >= 3, pieces  # token by token, not one blob
