@@ -108,9 +108,9 @@ def test_llama_main_takes_its_own_switch() -> None:
 # -- what small models invent -------------------------------------------------------------------------
 
 
-def _run(text: str, shown: list[int], step: int = 3) -> tuple[str, InventionFilter]:
+def _run(text: str, shown: list[int] | dict[int, str], step: int = 3) -> tuple[str, InventionFilter]:
     """The text fed in pieces of `step` characters (as tokens come); what the filter lets through."""
-    filt = InventionFilter(shown)
+    filt = InventionFilter(shown if isinstance(shown, dict) else dict.fromkeys(shown, ""))
     out = [filt.feed(text[i : i + step]) for i in range(0, len(text), step)]
     return "".join(out) + filt.finish(), filt
 
@@ -142,7 +142,25 @@ def test_filter_ends_invented_sections() -> None:
 
 def test_filter_streams_while_it_reads() -> None:
     # text that cannot be a repeat is let through at once, not at the end of its sentence
-    filt = InventionFilter([1])
+    filt = InventionFilter({1: ""})
     assert filt.feed("The paper uses ") == "The paper uses"  # its space waits for what follows
     assert filt.feed("eight heads [") == " eight heads"  # an open "[" waits for its "]" (with its space)
-    assert filt.feed("1].") == " [1]."
+    assert filt.feed("1].") == " [1]"  # the full stop waits: a citation may go before it
+    assert filt.feed(" It") + filt.finish() == ". It"
+
+
+PAGES = {
+    1: "In this work we employ h = 8 parallel attention layers, or heads.",
+    2: "We trained on the WMT 2014 English-German dataset of about 4.5 million sentence pairs.",
+}
+
+
+def test_filter_cites_an_uncited_sentence_to_the_source_that_supports_it() -> None:
+    text = "The model employs 8 parallel attention heads. It was trained on WMT 2014 English-German data.\nIt is fast."
+    for step in (1, 4, 200):
+        out, filt = _run(text, PAGES, step)
+        assert out == "The model employs 8 parallel attention heads [1]. It was trained on WMT 2014 English-German data [2].\nIt is fast."
+        assert filt.attributed == 2
+    # a cited sentence keeps the model's citation; the cannot-answer phrase gets none
+    assert _run("The model employs 8 attention heads [2].", PAGES)[0] == "The model employs 8 attention heads [2]."
+    assert _run("I cannot answer this from the available sources.", PAGES)[0] == "I cannot answer this from the available sources."

@@ -154,8 +154,13 @@ class LocalLLMSettings(BaseModel):
     )
     n_ctx: int = Field(default=4096, ge=512, description="context window of the local server, in tokens")
     max_tokens: int = Field(default=256, ge=16, description="longest local answer, in tokens (at about 7 tok/s on one core)")
-    max_sources: int = Field(default=5, ge=1, description="local answers: the first this-many retrieved sources are shown to the model (a short prompt: the model reads about 50 tokens/s)")
-    source_chars: int = Field(default=700, ge=100, description="local answers: each shown source cut at this many characters")
+    max_sources: int = Field(default=5, ge=1, description="local answers without sentence selection: the first this-many sources are shown to the model (it reads about 30-80 tokens/s)")
+    source_chars: int = Field(default=700, ge=100, description="local answers without sentence selection: each shown source cut at this many characters")
+    sentences: int = Field(
+        default=8,
+        ge=0,
+        description="local answers: the model reads the question's best this-many sentences of the sources (the extractive answerer's selection; 0 = the first max_sources sources cut at source_chars)",
+    )
 
 
 class Settings(BaseSettings):
