@@ -161,6 +161,11 @@ def test_filter_cites_an_uncited_sentence_to_the_source_that_supports_it() -> No
         out, filt = _run(text, PAGES, step)
         assert out == "The model employs 8 parallel attention heads [1]. It was trained on WMT 2014 English-German data [2].\nIt is fast."
         assert filt.attributed == 2
+    # a citation after the full stop is the sentence's own (nothing added)
+    for step in (1, 3, 200):
+        assert _run("8 attention heads are used. [1]\nThe model employs 8 parallel attention heads.\n[1]", PAGES, step)[0] == (
+            "8 attention heads are used. [1]\nThe model employs 8 parallel attention heads.\n[1]"
+        )
     # a cited sentence keeps the model's citation; the cannot-answer phrase gets none
     assert _run("The model employs 8 attention heads [2].", PAGES)[0] == "The model employs 8 attention heads [2]."
     assert _run("I cannot answer this from the available sources.", PAGES)[0] == "I cannot answer this from the available sources."

@@ -102,11 +102,13 @@ class InventionFilter:
             if m is None:
                 break
             done, rest = self._sentence[: m.end()], self._sentence[m.end() :]
+            if not rest and not final:
+                return "".join(out)  # what comes next decides: "used.\n[1]" cites after the full stop
             key = _key(done)
             if key and self._invented(key):
                 self.stopped = True
                 return "".join(out)
-            out.append(self._cited(done)[self._emitted :])
+            out.append((done if rest.startswith("[") else self._cited(done))[self._emitted :])
             if len(key) >= _MIN_REPEAT:
                 self._seen.add(key)
             self._sentence, self._emitted = rest, 0
