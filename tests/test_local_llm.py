@@ -100,9 +100,12 @@ def qwen_server(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFa
     from paperchat.providers.local_llm import LocalServer
 
     srv = LocalServer("qwen1.5b", n_ctx=2048, models_dir=tmp_path_factory.mktemp("models"))  # joins the 22 parts (1.1 GB)
-    with srv:
-        _say(pytestconfig, f"llama.cpp server (qwen1.5b, {srv.threads} threads, extra buffer types off, loaded in {srv.load_s:.1f} s) on {cpu_features()}")
-        yield srv
+    try:
+        with srv:
+            _say(pytestconfig, f"llama.cpp server (qwen1.5b, {srv.threads} threads, extra buffer types off, loaded in {srv.load_s:.1f} s) on {cpu_features()}")
+            yield srv
+    finally:
+        srv.model.unlink(missing_ok=True)  # pytest keeps its last temporary folders: not 1.1 GB each
 
 
 def _local(server: object, max_tokens: int = 160) -> LocalAnswerer:
