@@ -61,6 +61,14 @@ def test_assemble_refuses_a_wrong_hash_and_leaves_nothing(parts: tuple[list[Path
     assert not dest.exists() and not any(p.name.endswith(".partial") for p in dest.parent.iterdir())
 
 
+def test_assemble_where_it_cannot_write_says_how_much_room_it_needs(parts: tuple[list[Path], int, str], tmp_path: Path) -> None:
+    files, size, digest = parts
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ConfigError, match="could not join the model into") as err:
+        assemble(files, tmp_path / "afile" / "models" / "m.gguf", size, digest)
+    assert "PAPERCHAT_DATA_DIR" in err.value.hint
+
+
 def test_missing_parts_name_the_package_and_the_extra() -> None:
     model = LocalModel("fake", "fake", "", ("paperchat-no-such-part1", "paperchat-no-such-part2"), "f.gguf", ("a.bin", "b.bin"), 1, "0")
     with pytest.raises(ConfigError, match="2 of its 2 packages, first paperchat-no-such-part1") as err:

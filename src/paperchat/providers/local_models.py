@@ -121,8 +121,19 @@ def assemble(parts: Sequence[Path], dest: Path, size: int, sha256: str, chunk: i
     calls check only those; a file that does not match its stamp is joined again. Concurrent callers wait on a lock.
 
     Raises:
-        ConfigError: the joined parts do not have the expected size or hash (nothing is left behind).
+        ConfigError: the joined parts do not have the expected size or hash, or the file cannot be written there
+            (a full disk: it needs `size` bytes); nothing is left behind.
     """
+    try:
+        return _assemble(parts, dest, size, sha256, chunk)
+    except OSError as exc:
+        raise ConfigError(
+            f"could not join the model into {dest.parent} ({exc.strerror or exc})",
+            f"it needs {size / 1e9:.1f} GB there: free space, or set PAPERCHAT_DATA_DIR to a folder with room",
+        ) from exc
+
+
+def _assemble(parts: Sequence[Path], dest: Path, size: int, sha256: str, chunk: int) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     stamp = dest.with_name(dest.name + ".verified")
     with open(dest.with_name(dest.name + ".lock"), "w") as lock:
