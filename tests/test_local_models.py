@@ -148,6 +148,13 @@ def test_filter_ends_invented_sections() -> None:
     assert out.strip() == "It uses 8 heads [1]."
 
 
+def test_filter_drops_a_leading_answer_label() -> None:
+    for step in (1, 3, 200):
+        out, filt = _run("Answer: The model uses 8 heads [1].\nAnswer: 6 layers [1].", [1], step)
+        assert out.strip() == "The model uses 8 heads [1]." and filt.stopped  # the second "Answer:" is invented
+    assert _run("Answers differ across runs [1].", [1])[0] == "Answers differ across runs [1]."
+
+
 def test_filter_streams_while_it_reads() -> None:
     # text that cannot be a repeat is let through at once, not at the end of its sentence
     filt = InventionFilter({1: ""})

@@ -31,6 +31,7 @@ _BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
 _OPEN_BRACKET_HOLD = 24  # an unclosed "[" is held this many characters waiting for its "]"
 _MIN_REPEAT = 15  # sentences shorter than this may repeat ("See [1].")
 _SPACED_CITATION = re.compile(r"([ \t]*)" + CITATION.pattern)  # a removed citation takes its leading space along
+_LABEL = re.compile(r"\s*answer\s*:\s*", re.I)  # "Answer:" before the answer is a label, dropped; later it starts an invented section
 ATTRIBUTE_AT = 0.5  # an uncited sentence is cited to the shown source holding at least this share of its content words
 
 
@@ -55,6 +56,7 @@ class InventionFilter:
         self._sentence = ""  # the sentence being written (rewritten text)
         self._emitted = 0  # how much of _sentence has been shown
         self._seen: set[str] = set()
+        self._begun = False  # past a leading "Answer:" label
 
     def _rewrite(self, text: str) -> str:
         def fix(m: re.Match[str]) -> str:
@@ -97,6 +99,15 @@ class InventionFilter:
     def _take(self, text: str, final: bool) -> str:
         out: list[str] = []
         self._sentence += text
+        if not self._begun:
+            label = _LABEL.match(self._sentence)
+            if label:
+                if label.end() == len(self._sentence) and not final:
+                    return ""  # the label alone so far: wait for what follows it
+                self._sentence = self._sentence[label.end() :]
+                self._begun = True
+            elif _key(self._sentence) and not "answer:".startswith(_key(self._sentence)):
+                self._begun = True
         while True:
             m = _BOUNDARY.search(self._sentence)
             if m is None:
