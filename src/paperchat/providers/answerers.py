@@ -1,5 +1,5 @@
 """Answerers: numbered sources + question -> cited text. Chosen by `Settings.answerer`:
-'extractive' (no LLM), 'openai:<model>' (any OpenAI-compatible endpoint), 'local' (bundled llama.cpp)."""
+'extractive' (no LLM), 'openai:<model>' (any OpenAI-compatible endpoint), 'local[:<model>]' (bundled llama.cpp)."""
 
 from __future__ import annotations
 
@@ -44,14 +44,16 @@ class Answerer(Protocol):
 
 
 class AnswererSpec(NamedTuple):
-    """An answerer name taken apart: `kind` is 'extractive', 'openai' or 'local'; `model` the model of 'openai'."""
+    """An answerer name taken apart: `kind` is 'extractive', 'openai' or 'local'; `model` the model of 'openai', or
+    of 'local' ('' = Settings.local.model)."""
 
     kind: str
     model: str
 
 
 def parse_answerer(name: str) -> AnswererSpec:
-    """The one reader of the answerer grammar: 'extractive' | 'openai:<model>' | 'local'.
+    """The one reader of the answerer grammar: 'extractive' | 'openai:<model>' | 'local' | 'local:<model>' (the
+    models of `providers.local_models`: qwen1.5b, tiny).
 
     Raises:
         ConfigError: the name is none of these; the message lists the valid choices.
@@ -61,7 +63,11 @@ def parse_answerer(name: str) -> AnswererSpec:
     kind, sep, model = name.partition(":")
     if kind == "openai" and sep and model:
         return AnswererSpec("openai", model)
-    raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>' or 'local'")
+    if kind == "local" and sep and model:
+        from paperchat.providers.local_models import get_model
+
+        return AnswererSpec("local", get_model(model).name)
+    raise ConfigError(f"unknown answerer {name!r}", "set PAPERCHAT_ANSWERER to 'extractive', 'openai:<model>', 'local' or 'local:tiny'")
 
 
 class ExtractiveAnswerer:
@@ -159,7 +165,7 @@ class OpenAIAnswerer:
 
     can_complete = True
 
-    def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int, name: str = "openai") -> None:
+    def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int, name: str = "openai", max_tokens: int | None = None) -> None:
         import os
 
         from langchain_openai import ChatOpenAI
@@ -181,6 +187,7 @@ class OpenAIAnswerer:
             max_retries=max_retries,
             temperature=0.0,
             streaming=True,
+            max_tokens=max_tokens,
         )
 
     def messages(self, question: str, sources: Sequence[Source]) -> list[tuple[str, str]]:
@@ -225,8 +232,12 @@ def get_answerer(settings: Settings, name: str | None = None, embedder: Embedder
         return ExtractiveAnswerer(embedder=embedder)
     if spec.kind == "openai":
         return OpenAIAnswerer(spec.model, settings.llm_base_url, settings.llm_timeout_s, settings.llm_max_retries)
-    # the bundled llama.cpp server, spoken to through the same OpenAI-compatible path
-    from paperchat.providers.local_llm import MODEL_ALIAS, shared_server
+    # the bundled llama.cpp server, spoken to through the same OpenAI-compatible path (short prompt, cleaned stream)
+    from paperchat.providers.local_answerer import LocalAnswerer
+    from paperchat.providers.local_llm import shared_server
 
-    server = shared_server(settings)
-    return OpenAIAnswerer(MODEL_ALIAS, server.base_url, settings.llm_timeout_s, settings.llm_max_retries, name="local")
+    server = shared_server(settings, spec.model)
+    loc = settings.local
+    return LocalAnswerer(
+        server.alias, server.base_url, settings.llm_timeout_s, settings.llm_max_retries, loc.max_tokens, loc.max_sources, loc.source_chars, loc.sentences, embedder
+    )
