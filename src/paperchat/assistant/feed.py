@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paperchat.errors import NotFound
 from paperchat.settings import Settings
 
 if TYPE_CHECKING:
+    from paperchat.catalog_feed import Collection
     from paperchat.digest import Digest
+    from paperchat.importing import ImportReport
     from paperchat.library import Library
 
 
@@ -47,3 +50,30 @@ class FeedOps:
         if on and self.topic_kind(slug) is None:
             raise NotFound(f"no topic {slug!r}", "list them with `paperchat topics`, `paperchat topics --trending` or `paperchat import --list`")
         self.library.catalog.follow(slug, on)
+
+    def import_collection(self, path: Path, name: str) -> ImportReport:
+        """Import a BibTeX or CSL-JSON file (a Zotero export) as the collection `name` (added to when it
+        exists): entries in the store join it, entries with a title and an abstract are ingested and join it,
+        the rest (and broken entries, by line) are reported.
+
+        Raises:
+            SourceError: the file cannot be read as references.
+            InputError: the name is empty or a topic's slug.
+        """
+        from paperchat.importing import import_collection
+
+        return import_collection(self.library, path, name, self.ingest_papers)  # type: ignore[attr-defined]
+
+    def collections(self) -> list[Collection]:
+        """The personal collections, by name."""
+        return self.library.catalog.collections()
+
+    def collection_papers(self, slug: str) -> list[str]:
+        """Ids of a collection's papers, newest first.
+
+        Raises:
+            NotFound: no such collection.
+        """
+        if slug not in {c.slug for c in self.library.catalog.collections()}:
+            raise NotFound(f"no collection {slug!r}", "list them with `paperchat import --list`")
+        return self.library.catalog.collection_papers(slug)
