@@ -21,9 +21,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         for c in assistant.collections():
             print(printable(f"{c.slug:<30} {c.papers:>6} papers  {c.name} (from {c.source})"))
         return 0
-    if not args.file or not args.collection:
+    if not args.file or not args.name:
         raise InputError("give a file and --collection NAME", "e.g. paperchat import zotero.bib --collection thesis")
-    rep = assistant.import_collection(Path(args.file), args.collection)
+    rep = assistant.import_collection(Path(args.file), args.name)
     if args.json:
         print(json.dumps({"collection": rep.slug, "name": rep.name, "entries": rep.entries, "in_store": rep.in_store,
                           "ingested": rep.ingested, "size": rep.size, "problems": [{"where": w, "why": y} for w, y in rep.problems]}))
@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
     """Add `import`."""
     im = sub.add_parser("import", help="import a BibTeX or CSL-JSON file (a Zotero export) as a personal collection")
     im.add_argument("file", nargs="?", help="a .bib or CSL .json file")
-    im.add_argument("--collection", help="the collection's name (made when new, added to when it exists)")
+    im.add_argument("--collection", dest="name", help="the collection's name (made when new, added to when it exists)")
     im.add_argument("--list", action="store_true", help="list the collections")
     im.add_argument("--json", action="store_true", help="print the report as one JSON object")
     im.set_defaults(func=cmd_import)
