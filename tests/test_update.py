@@ -197,6 +197,10 @@ def test_errors_of_the_client(seeded: Assistant, api: Api) -> None:
     with pytest.raises(SourceError, match="not XML"):
         seeded.update()
     assert seeded.counts()[0] == 3
+    assert seeded.library.catalog.get_meta("update_pending_since") is None  # failed on page 1: nothing written at all
+    api.mode.clear()
+    seeded.update()
+    assert seeded.library.catalog.get_meta("update_pending_since") is None  # a finished run clears it
 
 
 def test_offline_is_one_line_and_changes_nothing(tmp_path: Path) -> None:

@@ -206,7 +206,6 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
     pending = lib.catalog.get_meta(PENDING_KEY)
     if pending:
         since = None if pending == "none" else min(d for d in (since, dt.date.fromisoformat(pending)) if d is not None)
-    lib.catalog.set_meta(PENDING_KEY, since.isoformat() if since else "none")
     rep = UpdateReport(since=since, categories=list(settings.arxiv_categories))
     start = 0
     while True:
@@ -222,6 +221,8 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
         papers = [p for p in items if isinstance(p, Paper)]
         keep = [p for p in papers if since is None or p.date is None or p.date >= since]
         rep.older += len(papers) - len(keep)
+        if rep.pages == 1:  # written once a page is in hand: a run that fails before it changes nothing
+            lib.catalog.set_meta(PENDING_KEY, since.isoformat() if since else "none")
         known = lib.catalog.hashes(p.id for p in keep)
         page = ingest([*keep, *(f for f in items if isinstance(f, Failure))])
         rep.failed.extend(page.failures)
