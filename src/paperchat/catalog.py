@@ -145,8 +145,9 @@ class Catalog(DiscoveryTables, FeedTables):
         return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
 
     @_guarded
-    def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]]) -> None:
-        """Insert or update papers with their abstract hash and topics, keeping PDF fields."""
+    def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]], arrived: bool = True) -> None:
+        """Insert or update papers with their abstract hash and topics, keeping PDF fields; `arrived`: record
+        now as the ingest time of papers that have none (False when rows are rebuilt, not ingested)."""
         with self._lock, self._conn:
             for paper, abstract_hash, topics in rows:
                 self._conn.execute(
@@ -159,7 +160,8 @@ class Catalog(DiscoveryTables, FeedTables):
                     (*_paper_columns(paper), abstract_hash),
                 )
                 self._set_topics(paper.id, topics)
-                self._mark_added([paper.id])
+                if arrived:
+                    self._mark_added([paper.id])
 
     @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:

@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="page images of the paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
     viewer_cache_mb: float = Field(default=64.0, ge=1.0, description="most megabytes of rendered page images the viewer keeps in memory")
     arxiv_categories: list[str] = Field(
-        default_factory=lambda: ["cs.CL", "cs.AI"], description="`paperchat update`: the arXiv categories whose newest papers it fetches (JSON list)"
+        default_factory=lambda: ["cs.CL", "cs.AI"], min_length=1, description="`paperchat update`: the arXiv categories whose newest papers it fetches (JSON list)"
     )
     arxiv_api_url: str = Field(
         default="http://export.arxiv.org/api/query", description="`paperchat update`: the arXiv API (Atom) endpoint; tests point it at 127.0.0.1"
