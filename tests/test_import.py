@@ -121,3 +121,9 @@ def test_a_collection_exports_as_bibtex(assistant: Assistant) -> None:
     assistant.import_collection(BIB, "thesis")
     text, n = assistant.bibtex(topic="thesis")
     assert n == 4 and len(bibtexparser.parse_string(text).entries) == 4
+
+
+def test_topics_show_lists_a_collection(assistant: Assistant) -> None:
+    assistant.import_collection(BIB, "thesis")
+    d = assistant.topic_detail("thesis")
+    assert d.name == "thesis" and len(d.paper_ids) == 4 and d.how == "as a personal collection" and "zotero.bib" in d.extra
