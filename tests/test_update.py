@@ -249,3 +249,24 @@ def test_bundled_weekly_counts_are_extended_with_the_new_weeks(seeded: Assistant
     weekly = seeded.library.weekly_counts()
     assert weekly[dt.date(2026, 6, 15)] == 500  # bundled weeks stay as they were
     assert weekly[dt.date(2026, 6, 22)] == 4 and weekly[dt.date(2026, 6, 29)] == 6, weekly  # 3 seeds + 1 new; 6 new
+
+
+def test_new_papers_are_tagged_with_discovered_topics(seeded: Assistant, api: Api) -> None:
+    """With discovered topics in the store, update's ingest tags the new papers (the ingest hook)."""
+    import numpy as np
+
+    from paperchat.catalog import DiscoveredTopic
+    from paperchat.ingestion.chunking import abstract_chunk
+    from paperchat.ingestion.records import parse_atom
+    from paperchat.types import Paper
+
+    first = next(p for p in parse_atom((FIX / "page1.xml").read_bytes()) if isinstance(p, Paper))
+    chunk = abstract_chunk(first)
+    assert chunk is not None
+    centre = seeded.library.embedder.embed([chunk.text])[0].astype(np.float32)
+    centre /= np.linalg.norm(centre)
+    topic = DiscoveredTopic("interactive-feedback", "interactive feedback", None, 0.0, 1, ("feedback",), centre)
+    seeded.library.catalog.replace_discovered([topic], {}, {"settings": {}})
+    rep = seeded.update()
+    assert rep.tagged >= 1
+    assert seeded.library.catalog.tags_of([first.id])[first.id][0][0] == "interactive-feedback"
