@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from paperchat import __version__
-from paperchat.dates import plausible
+from paperchat.dates import parse_date, plausible
 from paperchat.errors import NetworkError, SourceError
 from paperchat.ingestion.records import Failure, parse_atom
 from paperchat.settings import Settings
@@ -46,6 +46,7 @@ USER_AGENT = f"paperchat/{__version__} (research assistant; paperchat update, on
 OVERLAP_DAYS = 3  # listing dates (stored) run a day or more behind submission dates (the API's): overlap, dedup is free
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 120.0
+MAX_PAGE_BYTES = 64 * 2**20  # a page of 2,000 entries is about 10 MB
 _NS = {"a": "http://www.w3.org/2005/Atom", "os": "http://a9.com/-/spec/opensearch/1.1/"}
 PENDING_KEY = "update_pending_since"  # the `since` of a run that has not finished (cleared when it does)
 RERUN = "nothing of the failed page was stored; run `paperchat update` again to finish"
@@ -132,7 +133,12 @@ class ArxivClient:
             req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API
-                    body: bytes = resp.read()  # whole or an exception: IncompleteRead when cut short
+                    body: bytes = resp.read(MAX_PAGE_BYTES + 1)
+                    if len(body) > MAX_PAGE_BYTES:
+                        raise SourceError(f"the arXiv API at {host} sent a page over {MAX_PAGE_BYTES // 2**20} MB", "lower PAPERCHAT_ARXIV_PAGE_SIZE")
+                    length = resp.headers.get("Content-Length", "")
+                    if length.isdigit() and len(body) < int(length):  # a bounded read returns a cut body without a word
+                        raise http.client.IncompleteRead(body, int(length) - len(body))
                     return body
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRY_STATUS:
@@ -204,8 +210,10 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
     since = newest - dt.timedelta(days=OVERLAP_DAYS) if newest else None
     # a run cut short stored its newest pages only: the next one reaches back as far as that one meant to
     pending = lib.catalog.get_meta(PENDING_KEY)
-    if pending:
-        since = None if pending == "none" else min(d for d in (since, dt.date.fromisoformat(pending)) if d is not None)
+    if pending == "none":
+        since = None
+    elif pending and (left := parse_date(pending)) is not None:
+        since = min(left, since) if since else left
     rep = UpdateReport(since=since, categories=list(settings.arxiv_categories))
     start = 0
     while True:
