@@ -76,6 +76,14 @@ def api() -> Iterator[Api]:
                 body = b"Rate exceeded.\n"
             self.send_response(200)
             self.send_header("Content-Type", "application/atom+xml; charset=utf-8")
+            if mode == "chunked-cut":  # no length: chunked transfer, one chunk of half the page, then the socket closes
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                half = body[: len(body) // 2]
+                self.wfile.write(f"{len(half):x}\r\n".encode() + half + b"\r\n")
+                self.wfile.flush()
+                self.close_connection = True
+                return
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if mode == "cut":  # the headers promise the whole page; half of it comes, then the socket closes
@@ -191,6 +199,9 @@ def test_a_503_is_retried_with_backoff(seeded: Assistant, api: Api) -> None:
 
 def test_errors_of_the_client(seeded: Assistant, api: Api) -> None:
     api.mode[0] = "cut"
+    with pytest.raises(NetworkError, match="failed 2 times"):
+        seeded.update()
+    api.mode[0] = "chunked-cut"
     with pytest.raises(NetworkError, match="failed 2 times"):
         seeded.update()
     api.mode[0] = "html"
