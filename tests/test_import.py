@@ -127,3 +127,12 @@ def test_topics_show_lists_a_collection(assistant: Assistant) -> None:
     assistant.import_collection(BIB, "thesis")
     d = assistant.topic_detail("thesis")
     assert d.name == "thesis" and len(d.paper_ids) == 4 and d.how == "as a personal collection" and "zotero.bib" in d.extra
+
+
+def test_the_following_tab_lists_collections(assistant: Assistant) -> None:
+    from paperchat.ui import handlers as h
+
+    assert "<h3>Collections</h3>" not in h.lists_html(assistant)  # type: ignore[arg-type]
+    assistant.import_collection(BIB, "My <Thesis>")
+    html = h.lists_html(assistant)  # type: ignore[arg-type]
+    assert "My &lt;Thesis&gt;: 4 papers (imported from zotero.bib)" in html and "--collection my-thesis" in html

@@ -62,7 +62,7 @@ def lists_html(core: Assistant) -> str:
     only peeks: `paperchat digest` moves the last visit)."""
     saved = core.saved()
     return render("lists.html", followed=core.followed(), names=core.topic_names(), saved=saved, saved_ids={p.id for p in saved},
-                  digest=core.digest(peek=True))
+                  digest=core.digest(peek=True), collections=core.collections())
 
 
 # -- papers -------------------------------------------------------------------------------------
