@@ -88,7 +88,8 @@ def select(
     lib: Library, saved: bool = False, topic: str | None = None, ids: list[str] | None = None,
     since: dt.date | None = None, until: dt.date | None = None,
 ) -> list[Paper]:
-    """The papers to export: saved ones, a topic's (hand-written by rules, discovered by tags), or given ids;
+    """The papers to export: saved ones, a topic's (hand-written by rules, discovered by tags, a collection's
+    members), or given ids;
     since/until narrow any of them by date.
 
     Raises:
@@ -102,6 +103,8 @@ def select(
             chosen += lib.catalog.topic_papers(topic, since, until)
         elif topic in {t.slug for t in lib.catalog.discovered()}:
             chosen += lib.catalog.tagged_papers(topic)
+        elif topic in {c.slug for c in lib.catalog.collections()}:
+            chosen += lib.catalog.collection_papers(topic)
         else:
             raise NotFound(f"no topic {topic!r}", "list topics with `paperchat topics` or `paperchat topics --trending`")
     chosen += ids or []

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from paperchat.catalog_feed import FEED_SCHEMA, FeedTables
 from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
 from paperchat.errors import StoreError
 from paperchat.types import Paper
@@ -74,7 +75,7 @@ def _paper_columns(paper: Paper) -> tuple[object, ...]:
     )
 
 
-class Catalog(DiscoveryTables):
+class Catalog(DiscoveryTables, FeedTables):
     """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
 
     def __init__(self, path: Path) -> None:
@@ -91,6 +92,7 @@ class Catalog(DiscoveryTables):
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.executescript(_SCHEMA)
                 self._conn.executescript(DISCOVERY_SCHEMA)
+                self._conn.executescript(FEED_SCHEMA)
                 for table in ("papers", "paper_topics", "meta", "follows", "saves"):  # cheap: reads each table's pages
                     self._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
         except sqlite3.DatabaseError as exc:
@@ -143,8 +145,9 @@ class Catalog(DiscoveryTables):
         return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
 
     @_guarded
-    def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]]) -> None:
-        """Insert or update papers with their abstract hash and topics, keeping PDF fields."""
+    def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]], arrived: bool = True) -> None:
+        """Insert or update papers with their abstract hash and topics, keeping PDF fields; `arrived`: record
+        now as the ingest time of papers that have none (False when rows are rebuilt, not ingested)."""
         with self._lock, self._conn:
             for paper, abstract_hash, topics in rows:
                 self._conn.execute(
@@ -157,6 +160,8 @@ class Catalog(DiscoveryTables):
                     (*_paper_columns(paper), abstract_hash),
                 )
                 self._set_topics(paper.id, topics)
+                if arrived:
+                    self._mark_added([paper.id])
 
     @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
@@ -171,6 +176,7 @@ class Catalog(DiscoveryTables):
                 (*_paper_columns(paper), pdf_path, pdf_sha256, pdf_hash),
             )
             self._set_topics(paper.id, topics)
+            self._mark_added([paper.id])
 
     def _set_topics(self, paper_id: str, topics: list[str]) -> None:
         self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
@@ -196,6 +202,8 @@ class Catalog(DiscoveryTables):
                 cur = self._conn.execute("DELETE FROM papers WHERE id=?", (paper_id,))
                 self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
                 self._conn.execute("DELETE FROM paper_tags WHERE paper_id=?", (paper_id,))
+                self._conn.execute("DELETE FROM paper_added WHERE paper_id=?", (paper_id,))
+                self._conn.execute("DELETE FROM collection_papers WHERE paper_id=?", (paper_id,))
                 saved = self._conn.execute("DELETE FROM saves WHERE paper_id=?", (paper_id,)).rowcount
             if saved:
                 self._write_mirror()

@@ -259,7 +259,7 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
             paper = Paper(id=pid, title=title.strip() or pid, abstract=abstract.strip(), date=c.date, url=url)
             # no abstract hash: ingesting the source again rewrites the row with its authors and categories
             rows.append((paper, None, list(c.topics)))
-    lib.catalog.upsert_papers(rows)
+    lib.catalog.upsert_papers(rows, arrived=False)  # rebuilt rows are not new papers: keep them out of the digest
     report.actions.append(f"refilled {len(rows)} paper rows from the abstract chunks in the vector store")
     report.todo.append("ingest your abstract files again to restore authors and categories (nothing is re-embedded)")
     copies = sorted(lib.settings.uploads_dir.glob("*.pdf")) if lib.settings.uploads_dir.is_dir() else []

@@ -127,6 +127,8 @@ class QA:
                 raise NotFound(f"paper {scope.paper_id!r} is not in the library", "ingest it first (paperchat ingest pdf FILE)")
         if scope.kind == "topic":
             self.lib.topics.get(scope.topic or "")
+        if scope.kind == "collection" and scope.topic not in {c.slug for c in self.lib.catalog.collections()}:
+            raise NotFound(f"no collection {scope.topic!r}", "list them with `paperchat import --list`")
 
     def rewrite(self, question: str, history: Sequence[str], answerer: Answerer) -> str:
         """The follow-up question made standalone from the history (by the LLM when it can)."""

@@ -337,11 +337,13 @@ class Retriever:
         lex = self.lib.ready_lexical()
         qv = self.lib.embedder.embed_query(query)
         t1 = time.perf_counter()
+        in_collection = set(self.lib.catalog.collection_papers(scope.topic or "")) if scope.kind == "collection" else None
         mask = lex.scope_mask(
             topic=scope.topic if scope.kind == "topic" else None,
             paper_id=scope.paper_id if scope.kind == "paper" else None,
             since=date_int(scope.since),
             until=date_int(scope.until),
+            paper_ids=in_collection,
         )
         in_memory = p.dense_backend == "memory" and lex.vectors is not None
         soft = scope.kind == "topic" and in_memory and p.topic_outside_weight > 0 and mode == "hybrid"
@@ -393,6 +395,8 @@ class Retriever:
                 else:  # Chroma's HNSW with a metadata filter
                     n = min(p.candidates, max(1, self.lib.store.count()))
                     found = self.lib.store.dense_search(qv, n, scope)
+                    if in_collection is not None:  # Chroma's filter knows no collection: keep its papers' chunks
+                        found = [(c, s) for c, s in found if c.paper_id in in_collection]
                     dense = [(c.id, s) for c, s in found]
                     chunks = {c.id: c for c, _ in found}
             t3 = time.perf_counter()

@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +116,18 @@ class SearchSnapshot:
     # -- search ---------------------------------------------------------------------------------
 
     def scope_mask(
-        self, topic: str | None = None, paper_id: str | None = None, since: int = 0, until: int = 0
+        self, topic: str | None = None, paper_id: str | None = None, since: int = 0, until: int = 0,
+        paper_ids: Iterable[str] | None = None,
     ) -> np.ndarray | None:
-        """Boolean mask of chunks inside a scope (None means every chunk)."""
+        """Boolean mask of chunks inside a scope (None means every chunk); `paper_ids`: only these papers' chunks
+        (a collection)."""
         mask: np.ndarray | None = None
+        if paper_ids is not None:
+            mask = np.zeros(len(self.ids), dtype=bool)
+            for pid in paper_ids:
+                idxs = self._by_paper.get(pid)
+                if idxs is not None:
+                    mask[idxs] = True
         if paper_id is not None:
             mask = np.zeros(len(self.ids), dtype=bool)
             idxs = self._by_paper.get(paper_id)

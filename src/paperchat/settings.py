@@ -199,6 +199,19 @@ class Settings(BaseSettings):
     viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="page images of the paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
     viewer_cache_mb: float = Field(default=64.0, ge=1.0, description="most megabytes of rendered page images the viewer keeps in memory")
     local: LocalLLMSettings = Field(default_factory=LocalLLMSettings, description="the local answerer's llama.cpp server")
+    arxiv_categories: list[str] = Field(
+        default_factory=lambda: ["cs.CL", "cs.AI"], min_length=1, description="`paperchat update`: the arXiv categories whose newest papers it fetches (JSON list)"
+    )
+    arxiv_api_url: str = Field(
+        default="http://export.arxiv.org/api/query", description="`paperchat update`: the arXiv API (Atom) endpoint; tests point it at 127.0.0.1"
+    )
+    arxiv_delay_s: float = Field(default=3.0, ge=0.0, description="`paperchat update`: seconds between two requests to the arXiv API (arXiv asks for 3)")
+    arxiv_page_size: int = Field(default=200, ge=1, le=2000, description="`paperchat update`: entries asked for per request (max_results)")
+    arxiv_max_papers: int = Field(
+        default=2000, ge=1, description="`paperchat update`: most entries read in one run (an empty store starts from the newest this many)"
+    )
+    arxiv_retries: int = Field(default=3, ge=0, le=10, description="`paperchat update`: retries of a failed request, waiting arxiv_delay_s x 2^n before each")
+    arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: timeout of one request to the arXiv API")
 
     @property
     def chroma_dir(self) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paperchat.assistant.discovery import DiscoveryOps
+from paperchat.assistant.feed import FeedOps
 from paperchat.assistant.ingest import IngestOps
 from paperchat.assistant.reading import ReadingOps
 from paperchat.assistant.records import PaperList, PdfResult, RelatedTopic, TopicPage, TopicSummary
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from paperchat.qa import QA
 
 
-class Assistant(IngestOps, DiscoveryOps, ReadingOps):
+class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps):
     """An open library and what can be done with it. Build once per process; safe to share between threads
     as the library and QA are.
 

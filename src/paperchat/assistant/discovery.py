@@ -52,7 +52,7 @@ class DiscoveryOps:
         return discover(self.library, DiscoverySettings(n_topics=n_topics, seed=seed))
 
     def topic_detail(self, slug: str, weeks: int = 4) -> TopicDetail:
-        """A hand-written topic (papers by its rules) or a discovered one (papers by their tags).
+        """A hand-written topic (papers by its rules), a discovered one (papers by their tags) or a collection.
 
         Raises:
             NotFound: no topic has this slug.
@@ -65,6 +65,9 @@ class DiscoveryOps:
             t = found[slug]
             name, ids, how = t.label, lib.catalog.tagged_papers(t.slug), "by tags (papers whose 2-4 closest topics include it)"
             extra = f"\nunder: {t.parent or '-'} ({t.parent_share:.0%} of its papers)\nphrases: {'; '.join(t.terms)}"
+        elif slug in (cols := {c.slug: c for c in lib.catalog.collections()}):
+            c = cols[slug]
+            name, ids, how, extra = c.name, lib.catalog.collection_papers(slug), "as a personal collection", f"\nimported from: {c.source}"
         else:
             raise NotFound(f"no topic {slug!r}", "list them with `paperchat topics --trending` or run `paperchat topics discover`")
         dates = [p.date for p in lib.catalog.get_many(ids).values() if p.date]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from paperchat.assistant.core import Assistant
+    from paperchat.feed import UpdateReport
     from paperchat.ingestion.pipeline import IngestReport
     from paperchat.library import Library
 
@@ -68,6 +69,18 @@ class IngestOps:
         else:
             items = list(parse_atom(fetch_arxiv(query or "", max_results), "arXiv API"))
         return self.ingest_papers(items)
+
+    def update(self) -> UpdateReport:
+        """Fetch the newest papers of settings.arxiv_categories from the arXiv API since the newest date in
+        the store and ingest them page by page (each page whole or not at all), tagged as any ingest tags.
+
+        Raises:
+            NetworkError: offline (nothing changed), or a page kept failing (earlier pages stay stored).
+            SourceError: a page that is not Atom XML, or the API refused the query.
+        """
+        from paperchat.feed import update
+
+        return update(self.library, self.settings, self.ingest_papers)
 
     def ingest_pdfs(self, paths: Sequence[Path], paper_id: str | None = None, show_progress: bool | None = None) -> IngestReport:
         """Ingest PDF files and folders (unchanged files are skipped unparsed); `paper_id` attaches one PDF

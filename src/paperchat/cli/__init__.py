@@ -1,6 +1,7 @@
 """`paperchat` command line: parse, build Settings (in `common.settings_from`), call the facade, print.
 
-One module per command group (`ingest`, `ask`, `topics`, `serve`, `eval`, `bench`, `doctor`, `export`); each adds its
+One module per command group (`ingest`, `ask`, `topics`, `serve`, `eval`, `bench`, `doctor`, `export`, `update`,
+`digest`, `import`); each adds its
 parsers with `set_defaults(func=...)`. Every user error prints one line (`paperchat: error: ... (what to
 do)`) and exits 2; ingest exits 0 (all fine), 1 (some inputs failed) or 2 (nothing could be ingested).
 """
@@ -11,11 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from paperchat.cli import ask, bench, doctor, evaluate, export, ingest, serve, topics
+from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, serve, topics, update
 from paperchat.cli.common import OneLineParser
 from paperchat.errors import PaperchatError
 
-GROUPS = (ingest, topics, ask, evaluate, bench, doctor, export, serve)
+GROUPS = (ingest, update, digest, collection, topics, ask, evaluate, bench, doctor, export, serve)
 
 
 def build_parser() -> OneLineParser:

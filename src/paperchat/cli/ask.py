@@ -45,6 +45,8 @@ def scope_of(args: argparse.Namespace, assistant: Assistant) -> Scope:
         since = assistant.newest_date() - dt.timedelta(weeks=args.weeks)
     if args.topic:
         return Scope.for_topic(args.topic, since, until)
+    if args.in_collection:
+        return Scope.for_collection(args.in_collection, since, until)
     return Scope(kind="all", since=since, until=until)
 
 
@@ -97,6 +99,7 @@ def register(sub: Any) -> None:
     g = ask.add_mutually_exclusive_group()
     g.add_argument("--topic", help="topic slug")
     g.add_argument("--paper", help="paper id (arXiv id)")
+    g.add_argument("--collection", dest="in_collection", help="a personal collection (see `paperchat import`)")
     g.add_argument("--pdf", help="a PDF file (ingested first when new)")
     ask.add_argument("--since", help="only papers from this date (YYYY-MM-DD)")
     ask.add_argument("--until", help="only papers up to this date")

@@ -58,9 +58,11 @@ def toggle_save(core: Assistant, paper_id: str) -> bool:
 
 
 def lists_html(core: Assistant) -> str:
-    """The Following and Saved lists."""
+    """The Following and Saved lists, with what is new in the followed topics since the last visit (the app
+    only peeks: `paperchat digest` moves the last visit)."""
     saved = core.saved()
-    return render("lists.html", followed=core.followed(), names=core.topic_names(), saved=saved, saved_ids={p.id for p in saved})
+    return render("lists.html", followed=core.followed(), names=core.topic_names(), saved=saved, saved_ids={p.id for p in saved},
+                  digest=core.digest(peek=True), collections=core.collections())
 
 
 # -- papers -------------------------------------------------------------------------------------
