@@ -171,3 +171,37 @@ def test_cuda_asked_without_a_gpu_falls_back_to_cpu_with_a_line(models_dir: Path
     print_report(report, as_json=False)
     out = capsys.readouterr()
     assert "embedded on cpu" in out.out and "running on CPU" in out.err
+
+
+# -- the ingest benchmark with the new backend ---------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_bench_ingest_reports_both_backends(models_dir: Path, sample_jsonl: Path, tmp_path: Path) -> None:
+    """`paperchat bench ingest` with minilm-onnx: ours/limit against the ONNX backend itself, and torch
+    MiniLM on the same texts in the same run (numbers not asserted: they live in the benchmark)."""
+    from paperchat import bench
+
+    settings = make_settings(tmp_path / "unused", embedder="minilm-onnx", models_dir=models_dir)
+    res = bench.bench_ingest(sample_jsonl, 10, settings)
+    assert res["embedder"] == "minilm-onnx" and res["device"] == "cpu" and res["first_added"] == 10
+    assert res["torch_minilm_s"] > 0 and res["ours_speedup_vs_torch"] > 0 and res["ours/limit"] > 0
+    assert not (tmp_path / "unused").exists()  # the export was reused, not made again in a temp store
+
+
+@pytest.mark.slow
+def test_a_query_process_never_imports_torch(models_dir: Path) -> None:
+    """The cold-start saving: once exported, embedding loads onnxruntime and tokenizers only."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder\n"
+        f"OnnxMiniLMEmbedder(Path({str(models_dir)!r})).embed_query('a question?')\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"

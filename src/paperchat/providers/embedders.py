@@ -222,7 +222,7 @@ def _make(name: str, settings: Settings) -> Embedder:
         return MiniLMEmbedder(device=wanted)
     from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder  # onnxruntime itself loads on first use
 
-    return OnnxMiniLMEmbedder(settings.data_dir / "models", quantized=name.endswith("-int8"), device=wanted)
+    return OnnxMiniLMEmbedder(settings.models_path, quantized=name.endswith("-int8"), device=wanted)
 
 
 def get_embedder(settings: Settings) -> Embedder:
@@ -236,7 +236,7 @@ def get_embedder(settings: Settings) -> Embedder:
         raise ConfigError(
             f"unknown embedder {name!r}", f"set PAPERCHAT_EMBEDDER to one of: {', '.join(sorted(_EMBEDDERS))}"
         )
-    key = (name, str(settings.data_dir.resolve()) if name.startswith("minilm-onnx") else "", settings.device)
+    key = (name, str(settings.models_path.resolve()) if name.startswith("minilm-onnx") else "", settings.device)
     if key not in _INSTANCES:
         _INSTANCES[key] = _make(name, settings)
     return _INSTANCES[key]

@@ -242,6 +242,9 @@ class OnnxMiniLMEmbedder:
                 opts.intra_op_num_threads = max(1, len(os.sched_getaffinity(0)))
                 opts.inter_op_num_threads = 1
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                # no spin-waiting between ops: on 2 shared cores it stole the time slices of the other thread
+                # (one query p50 90 -> 10 ms at load 8; batch throughput unchanged, 4.7 vs 4.2 abstracts/s fp32)
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 providers = ["CUDAExecutionProvider", "CPUExecutionProvider"] if self.device == "cuda" else ["CPUExecutionProvider"]
                 self._session = ort.InferenceSession(str(path), opts, providers=providers)
                 self._inputs = {i.name for i in self._session.get_inputs()}
