@@ -45,12 +45,12 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         _, limit_after = _seconds(lambda: lib.embed(texts))
         limit_s = (limit_before + limit_after) / 2
         again, re_s = _seconds(lambda: lib.ingest_record_files([source], show_progress=False) if limit is None else lib.ingest_papers(iter(items)))
-        device = lib.embedder_device()
+        device, name = lib.embedder_device(), lib.embedder_name()
         lib.close()
-        torch_part = _torch_minilm(texts, s, Path(tmp) / "torch", limit_s, ours_s) if s.embedder != "minilm" else {}
+        torch_part = _torch_minilm(texts, s, Path(tmp) / "torch", limit_s, ours_s) if name != "minilm" else {}
         naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)
     return {
-        "embedder": s.embedder,
+        "embedder": name,
         "device": device,
         **torch_part,
         "naive_s": round(naive_s, 2),
