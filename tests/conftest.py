@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,10 @@ SHARED = Path(os.environ.get("PAPERCHAT_TEST_DATA", ROOT.parent / "shared" / "da
 ABSTRACTS = SHARED / "abstracts" / "arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl"
 PDFS = SHARED / "pdfs"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# one export of the ONNX model (the default embedder) for every test's fresh data dir and every `paperchat`
+# a test starts, instead of one per data dir (about 10 s each); the files are hash-checked on every load
+os.environ.setdefault("PAPERCHAT_MODELS_DIR", str(Path(tempfile.gettempdir()) / f"paperchat-test-models-{os.getuid()}"))
 
 # -- network guard ---------------------------------------------------------------------------------
 

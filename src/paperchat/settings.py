@@ -171,7 +171,7 @@ class Settings(BaseSettings):
     )
 
     data_dir: Path = Field(default=Path(".paperchat"), description="where the store, lexical index and user data live")
-    embedder: str = Field(default="minilm", description="embedding backend: 'minilm' (sentence-transformers, torch) or 'hashing' (hashed bag of words, no model: for tests)")
+    embedder: str = Field(default="minilm-onnx", description="embedding backend (default: the fastest that keeps the same vectors): 'minilm' (sentence-transformers, torch), 'minilm-onnx' (the same model through ONNX Runtime: the same vectors, same store), 'minilm-onnx-int8' (int8-quantized: faster, a different embedder for the store) or 'hashing' (hashed bag of words, no model: for tests)")
     chunk_size: int = Field(default=1000, ge=200, le=4000, description="PDF chunk size in characters")
     chunk_overlap: int = Field(default=150, ge=0, le=1000, description="overlap between PDF chunks in characters")
     batch_size: int = Field(default=64, ge=1, le=1024, description="texts embedded per batch")
@@ -212,6 +212,10 @@ class Settings(BaseSettings):
     )
     arxiv_retries: int = Field(default=3, ge=0, le=10, description="`paperchat update`: retries of a failed request, waiting arxiv_delay_s x 2^n before each")
     arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: timeout of one request to the arXiv API")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="where the embedder runs: 'auto' (CUDA when the backend sees a GPU, else CPU), 'cpu', or 'cuda' (falls back to CPU with a line in the ingest summary)"
+    )
+    models_dir: Path | None = Field(default=None, description="where exported models (minilm-onnx) are cached; default <data_dir>/models")
 
     @property
     def chroma_dir(self) -> Path:
@@ -227,6 +231,11 @@ class Settings(BaseSettings):
     def lexical_dir(self) -> Path:
         """The search index snapshots."""
         return self.data_dir / "lexical"
+
+    @property
+    def models_path(self) -> Path:
+        """The exported-model cache (`models_dir`, else `<data_dir>/models`)."""
+        return self.models_dir or self.data_dir / "models"
 
     @property
     def uploads_dir(self) -> Path:

@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from paperchat.errors import EmbedderMismatch, StoreError
-from paperchat.providers.embedders import Embedder
+from paperchat.providers.embedders import Embedder, store_name
 from paperchat.settings import Settings
 from paperchat.types import Chunk, ChunkKind, Scope
 
@@ -226,6 +226,14 @@ def damaged_store(settings: Settings, exc: BaseException) -> StoreError:
     )
 
 
+def reembed_hint(settings: Settings) -> str:
+    """What to do when the store holds another embedder's vectors: keep that one, or re-embed everything."""
+    return (
+        f"use the embedder it was built with, or re-embed with this one: move {settings.chroma_dir} aside and run "
+        "`paperchat doctor --repair` (it re-embeds the abstracts from the catalogue and the PDFs from their stored copies)"
+    )
+
+
 def _other_embedder(client: Any, name: str) -> tuple[str, str] | None:
     """(settings name, embedder id) of another embedder's non-empty collection, when `name` holds nothing."""
     collections = {c.name: c for c in client.list_collections()}
@@ -248,7 +256,7 @@ class VectorStore:
 
     def _open(self, settings: Settings, embedder: Embedder) -> None:
         self.client = _client(settings)
-        name = "chunks-" + settings.embedder
+        name = "chunks-" + store_name(settings.embedder)  # minilm-onnx (fp32) shares minilm's vectors
         wanted = {
             "hnsw:space": "cosine",
             "embedder": embedder.id,
@@ -280,14 +288,14 @@ class VectorStore:
             raise EmbedderMismatch(
                 f"the store at {settings.data_dir} was built with embedder {other[1]!r} "
                 f"(PAPERCHAT_EMBEDDER={other[0]}), not {embedder.id!r} (PAPERCHAT_EMBEDDER={settings.embedder})",
-                "use the embedder it was built with, or point PAPERCHAT_DATA_DIR at a new folder and re-ingest",
+                reembed_hint(settings),
             )
         meta = self.collection.metadata or {}
         if meta.get("embedder") != embedder.id or int(meta.get("dim", -1)) != embedder.dim:
             raise EmbedderMismatch(
                 f"the store at {settings.data_dir} was built with embedder {meta.get('embedder')!r} "
                 f"(dim {meta.get('dim')}), not {embedder.id!r} (dim {embedder.dim})",
-                "use the embedder it was built with, or point PAPERCHAT_DATA_DIR at a new folder and re-ingest",
+                reembed_hint(settings),
             )
 
     def reload(self) -> None:

@@ -157,6 +157,16 @@ class IngestOps:
         """The library's embedder on these texts, in batches of settings.batch_size."""
         return self.library.embedder.embed(list(texts), self.settings.batch_size)
 
+    def embedder_name(self) -> str:
+        """The embedder's settings name (PAPERCHAT_EMBEDDER)."""
+        return self.settings.embedder
+
+    def embedder_device(self) -> str:
+        """Where the embedder runs: "cpu" or "cuda" once it has loaded, else the setting ("auto")."""
+        from paperchat.providers.embedders import device_of
+
+        return device_of(self.library.embedder)
+
     def papers_with_pdf(self, limit: int | None = None) -> list[str]:
         """Ids of the first `limit` papers that have a PDF."""
         return [p.id for p in self.library.catalog.iter_papers() if p.pdf_path][:limit]

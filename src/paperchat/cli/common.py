@@ -82,7 +82,10 @@ def print_report(report: IngestReport, as_json: bool) -> int:
             f"{report.papers} papers, {report.chunks_added} chunks added, {report.chunks_skipped} already stored, "
             f"{report.chunks_removed} removed, {len(failures)} failed, {report.seconds:.1f} s"
             + (f", {len(notes)} notes" if notes else "")
+            + (f", embedded on {report.device}" if report.device else "")
         )
+        if report.device_note:
+            print(f"  note: {report.device_note}", file=sys.stderr)
         for src, what in report.stored[:50]:
             print(printable(f"  {src}: {what}"))
         if len(report.stored) > 50:

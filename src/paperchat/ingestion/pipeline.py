@@ -22,6 +22,7 @@ from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.records import Failure
 from paperchat.library import Library
+from paperchat.providers.embedders import device_note, device_of
 from paperchat.store import StoredChunk
 from paperchat.text import clean_text
 from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf
@@ -42,6 +43,8 @@ class IngestReport:
     seconds: float = 0.0
     paper_ids: list[str] = field(default_factory=list)
     stored: list[tuple[str, str]] = field(default_factory=list)  # (input file, what became of it) for PDFs
+    device: str = ""  # where the embedder ran ("cpu", "cuda"); "" when it never loaded (nothing embedded)
+    device_note: str | None = None  # e.g. CUDA asked for but not usable: ran on CPU
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -54,6 +57,8 @@ class IngestReport:
             "notes": [{"source": f.source, "reason": f.reason} for f in self.failed if f.kept],
             "stored": [{"source": src, "outcome": what} for src, what in self.stored],
             "seconds": round(self.seconds, 3),
+            "device": self.device,
+            "device_note": self.device_note,
         }
 
     @property
@@ -78,6 +83,8 @@ class IngestReport:
         self.failed.extend(other.failed)
         self.paper_ids.extend(other.paper_ids)
         self.stored.extend(other.stored)
+        self.device = other.device or self.device
+        self.device_note = other.device_note or self.device_note
 
 
 class Ingester:
@@ -97,6 +104,12 @@ class Ingester:
         self._dirty = False
 
     # -- shared steps -------------------------------------------------------------------------------
+
+    def _note_device(self, report: IngestReport) -> None:
+        """Say in the report where the embedder ran (once it has loaded: "cpu" or "cuda")."""
+        device = device_of(self.lib.embedder)
+        report.device = device if device in ("cpu", "cuda") else ""
+        report.device_note = device_note(self.lib.embedder)
 
     def _embed(self, chunks: Sequence[StoredChunk]) -> np.ndarray:
         vectors = np.zeros((len(chunks), self.lib.embedder.dim), dtype=np.float32)
@@ -168,6 +181,7 @@ class Ingester:
         self.finish()
         tag_papers(self.lib, report.paper_ids)  # nearest discovered topics; one cheap query when there are none
         report.seconds = time.perf_counter() - t0
+        self._note_device(report)
         return report
 
     def _records_batch_safe(self, papers: list[Paper], report: IngestReport) -> None:
@@ -267,6 +281,7 @@ class Ingester:
         self.finish()
         tag_papers(self.lib, report.paper_ids)
         report.seconds = time.perf_counter() - t0
+        self._note_device(report)
         return report
 
     def _paper_for_pdf(self, pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> tuple[Paper, bool]:

