@@ -119,6 +119,15 @@ def test_title_field_scores_papers_by_their_titles(demo_library: Library) -> Non
     params = demo_library.settings.retrieval
     hits = Retriever(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
     assert hits and hits[0].chunk.paper_id == pid
+    # kept beside the store for the next process: the same scores when loaded; an unreadable file is rebuilt
+    saved = demo_library.settings.data_dir / "cache" / f"titles-{lex.name}.npz"
+    assert saved.exists()
+    loaded = TitleField.load(saved, lex)
+    assert loaded is not None and np.allclose(loaded.scores(titles[pid], lex.tokenizer), scores)  # type: ignore[arg-type]
+    saved.write_bytes(b"not a numpy file")
+    assert TitleField.load(saved, lex) is None
+    again = Retriever(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
+    assert [h.chunk.id for h in again] == [h.chunk.id for h in hits] and TitleField.load(saved, lex) is not None
 
 
 def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:

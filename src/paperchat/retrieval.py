@@ -11,10 +11,12 @@ tell its pages apart are exact ones (names, numbers, settings).
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,6 +159,36 @@ class TitleField:
         self.vocab = vocab
         self.chunk_row = np.asarray([row[pid] for pid in snapshot.paper_ids.tolist()], dtype=np.int64)
 
+    def save(self, path: Path) -> None:
+        """Write the field beside the snapshot's other derived data (atomically; other snapshots' files go)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)
+        np.savez(tmp, data=self.matrix.data, indices=self.matrix.indices, indptr=self.matrix.indptr, shape=np.asarray(self.matrix.shape),
+                 idf=self.idf, chunk_row=self.chunk_row, terms=np.asarray(terms, dtype=object).astype(str))
+        os.replace(tmp, path)
+        for old in path.parent.glob("titles-*.npz"):
+            if old != path:
+                old.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path, snapshot: SearchSnapshot) -> TitleField | None:
+        """The field saved for this snapshot, or None (absent, another snapshot's, or unreadable)."""
+        from scipy import sparse
+
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                shape = tuple(int(x) for x in z["shape"])
+                matrix = sparse.csc_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
+                field = cls.__new__(cls)
+                field.name, field.matrix, field.idf, field.chunk_row = snapshot.name, matrix, z["idf"], z["chunk_row"]
+                field.vocab = {str(t): i for i, t in enumerate(z["terms"])}
+        except Exception:  # absent, truncated (BadZipFile, EOFError), or not ours: built again
+            return None
+        if len(field.chunk_row) != len(snapshot.ids) or len(field.vocab) != shape[1] and field.vocab:
+            return None
+        return field
+
     def scores(self, query: str, tokenizer: Callable[[str], list[str]]) -> np.ndarray | None:
         """The title BM25 score of every chunk's paper, per chunk of the snapshot (None: no title word)."""
         cols = [self.vocab[t] for t in dict.fromkeys(tokenizer(query)) if t in self.vocab]
@@ -178,8 +210,18 @@ class Retriever:
         self._titles: TitleField | None = None
 
     def _title_field(self, lex: SearchSnapshot) -> TitleField:
+        """The title field of this snapshot: from memory, else from data_dir/cache (a cold CLI start then
+        skips the one-second build), else built from the catalogue and saved there."""
         if self._titles is None or self._titles.name != lex.name:
-            self._titles = TitleField(lex, self.lib.catalog.titles())
+            path = self.lib.settings.data_dir / "cache" / f"titles-{lex.name}.npz"
+            field = TitleField.load(path, lex) if path.exists() else None
+            if field is None:
+                field = TitleField(lex, self.lib.catalog.titles())
+                try:
+                    field.save(path)
+                except OSError:  # a read-only data folder: build it again next time
+                    pass
+            self._titles = field
         return self._titles
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
