@@ -315,9 +315,10 @@ class Retriever:
         return got
 
     def _soft_search(
-        self, query: str, qv: np.ndarray, scope: Scope, members: np.ndarray, window: np.ndarray | None, lex: SearchSnapshot, dense_weight: float
+        self, query: str, qv: np.ndarray, scope: Scope, members: np.ndarray, window: np.ndarray | None, lex: SearchSnapshot, marks: list[float] | None = None
     ) -> tuple[dict[str, tuple[int, float]], dict[str, tuple[int, float]], list[tuple[str, float]], list[tuple[str, float]]]:
-        """BM25 and dense ranks of one query over the whole store with the topic as a prior (`_soft_ranks`)."""
+        """BM25 and dense ranks of one query over the whole store with the topic as a prior (`_soft_ranks`);
+        `marks` gets the time BM25 finished (for the stage timings)."""
         p = self.params
         bm = lex.scores(query, members, p.scope_idf)
         if bm is not None and p.lexical_feedback_terms > 0:
@@ -328,6 +329,8 @@ class Retriever:
                 bm = bm + p.title_weight * title
         lex_ranks = _soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
         lexical = sorted(((cid, sc) for cid, (_, sc) in lex_ranks.items()), key=lambda x: lex_ranks[x[0]][0])
+        if marks is not None:
+            marks.append(time.perf_counter())
         dq = self._dense_query(qv, scope, [(c, sc) for c, sc in lexical if members[lex.pos[c]]], lex)
         assert lex.vectors is not None
         cos = lex.vectors @ dq
@@ -400,24 +403,26 @@ class Retriever:
             if p.topic_similarity > 0 and scope.topic:
                 near = self._near_topic(lex, scope.topic, p.topic_similarity)
                 members = members | (near if window is None else near & window)
-            lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, dense_weight)
-            t2 = t3 = time.perf_counter()
+            marks: list[float] = []
+            lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, marks)
+            t2, t3 = marks[0], time.perf_counter()
             fused = {}
-            for ranks, weight in ((dense_ranks, dense_weight), (lex_ranks, p.lexical_weight)):
-                for cid, (rank, _) in ranks.items():
-                    fused[cid] = fused.get(cid, 0.0) + weight / (p.rrf_k + rank)
+
+            def fuse(lex_r: dict[str, tuple[int, float]], dense_r: dict[str, tuple[int, float]], share: float) -> None:
+                for ranks, weight in ((dense_r, dense_weight), (lex_r, p.lexical_weight)):
+                    for cid, (rank, _) in ranks.items():
+                        fused[cid] = fused.get(cid, 0.0) + share * weight / (p.rrf_k + rank)
+
+            fuse(lex_ranks, dense_ranks, 1.0)
             parts = aspects(query) if p.aspect_weight > 0 else []
             for part in parts:  # each aspect of a many-sided question searched on its own, fused at a share of the weight
-                a_lex, a_dense, _, _ = self._soft_search(part, self.lib.embedder.embed_query(part), scope, members, window, lex, dense_weight)
-                for ranks, weight in ((a_dense, dense_weight), (a_lex, p.lexical_weight)):
-                    for cid, (rank, _) in ranks.items():
-                        fused[cid] = fused.get(cid, 0.0) + p.aspect_weight / len(parts) * weight / (p.rrf_k + rank)
+                a_lex, a_dense, _, _ = self._soft_search(part, self.lib.embedder.embed_query(part), scope, members, window, lex)
+                fuse(a_lex, a_dense, p.aspect_weight / len(parts))
             if p.neighbour_weight > 0 and fused and lex.vectors is not None:
                 fused = self._neighbours(fused, qv, members, window, lex)
             for cid in fused:
                 if not members[lex.pos[cid]]:
                     fused[cid] *= p.topic_outside_weight
-            t3 = time.perf_counter()
         else:
             if mode in ("hybrid", "lexical"):
                 lexical = lex.search(query, p.candidates, mask, p.scope_idf)
