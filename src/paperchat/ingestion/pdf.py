@@ -4,7 +4,6 @@ time limit (see `parse_many`), so a file that hangs the parser is reported and s
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -15,21 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.errors import SourceError
+from paperchat.hashing import sha256_file
 from paperchat.text import clean_text
 from paperchat.types import Page, ParsedPdf
 
 _ARXIV_STAMP = re.compile(r"arXiv:\s?(\d{4}\.\d{4,5})(v\d+)?")
 _ARXIV_IN_NAME = re.compile(r"(?<!\d)(\d{4}\.\d{4,5})(v\d+)?(?!\d)")
 MIN_TEXT_CHARS = 200
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's contents."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_pdf_file(path: Path, max_mb: float) -> None:

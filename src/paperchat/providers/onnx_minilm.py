@@ -18,7 +18,6 @@ Two variants:
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -32,19 +31,12 @@ from typing import Any
 import numpy as np
 
 from paperchat.errors import ConfigError
+from paperchat.hashing import sha256_file
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model (sentence_bert_config.json)
 EXPORT_VERSION = 1  # bump when the export recipe changes: older files are then exported again
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _source_dir() -> Path:
@@ -82,7 +74,7 @@ class ExportedModel:
         src = manifest.get("source", {})
         if src.get("size") == st.st_size and src.get("mtime_ns") == st.st_mtime_ns and src.get("sha256"):
             return str(src["sha256"])
-        return _sha256(self.source / "model.safetensors")
+        return sha256_file(self.source / "model.safetensors")
 
     def path(self) -> Path:
         """The checked ONNX file (exported first when missing, stale or damaged)."""
@@ -93,7 +85,7 @@ class ExportedModel:
             return self.models_dir / name
         with _locked(self.models_dir):
             manifest = self._read(manifest_path)  # another process may have exported it meanwhile
-            source_hash = self._source_hash(manifest) if manifest else _sha256(self.source / "model.safetensors")
+            source_hash = self._source_hash(manifest) if manifest else sha256_file(self.source / "model.safetensors")
             name = self._name(source_hash)
             if not self._valid(manifest, name):
                 manifest = self._export(manifest, source_hash)
@@ -117,7 +109,7 @@ class ExportedModel:
         """The file exists and its SHA-256 is the one recorded when it was written."""
         want = manifest.get("files", {}).get(name)
         path = self.models_dir / name
-        return bool(want) and path.is_file() and _sha256(path) == want
+        return bool(want) and path.is_file() and sha256_file(path) == want
 
     def _export(self, manifest: dict[str, Any], source_hash: str) -> dict[str, Any]:
         """Export fp32 (and quantize to int8 when asked) into the models folder; returns the new manifest."""
@@ -126,13 +118,13 @@ class ExportedModel:
             manifest = {}  # other weights: the files listed belong to them
         files: dict[str, str] = dict(manifest.get("files", {}))
         fp32 = self.models_dir / self._name(source_hash).replace("-int8", "")
-        if files.get(fp32.name) is None or not fp32.is_file() or _sha256(fp32) != files[fp32.name]:
+        if files.get(fp32.name) is None or not fp32.is_file() or sha256_file(fp32) != files[fp32.name]:
             _export_fp32(self.source, fp32)
-            files[fp32.name] = _sha256(fp32)
+            files[fp32.name] = sha256_file(fp32)
         if self.quantized:
             int8 = self.models_dir / self._name(source_hash)
             _quantize(fp32, int8)
-            files[int8.name] = _sha256(int8)
+            files[int8.name] = sha256_file(int8)
         return {
             "source": {"path": str(self.source / "model.safetensors"), "sha256": source_hash, "size": st.st_size, "mtime_ns": st.st_mtime_ns},
             "export_version": EXPORT_VERSION,
