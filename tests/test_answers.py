@@ -128,6 +128,23 @@ def test_unanswerable_question_is_refused_with_what_was_found_nearby(qa: QA) -> 
     assert quote in {s.n: s for s in ans.sources}[int(n)].text and ans.citations[0].support == 1.0
 
 
+def test_refused_when_no_sentence_holds_what_is_asked() -> None:
+    """A paper that describes its training but never states the learning rate: the question's other words are
+    all there, the asked ones ("learning rate") are in no sentence read, so it is refused; given the sentence
+    that states it, it is not."""
+    from paperchat.answering.evidence import Refusal, read
+    from paperchat.providers.answerers import ExtractiveAnswerer
+
+    training = "We fine-tune the retriever and the generator jointly for 10 epochs on 8 GPUs with a batch size of 128."
+    question = "What learning rate was used when fine-tuning the retriever and the generator jointly?"
+    rule = Refusal(min_strength=-9.0, names=True, min_asked=0.5)
+    for text, refused in ((training, True), (training + " The learning rate is 3e-5 with linear decay.", False)):
+        sources = [Source(n=1, paper_id="p", title="P", page=4, text=text, score=1.0)]
+        reading = ExtractiveAnswerer().read(question, sources)
+        ev = read(reading.focus, reading.ranked, reading.candidates, sources)
+        assert ev.asked == (0.0 if refused else 1.0) and rule.refuse(ev) is refused
+
+
 def test_dev_questions_regression(qa: QA) -> None:
     """askpdf_dev on the three dev PDFs in the built store (9 answerable, 2 unanswerable)."""
     rows = [json.loads(line) for line in open(SHARED / "eval" / "askpdf_dev.jsonl", encoding="utf-8")]

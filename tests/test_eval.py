@@ -154,6 +154,23 @@ def test_abstention_sweep_hand_computed() -> None:
     assert res["recommended"] == 0.3  # the highest threshold with the best accuracy and fewest wrong refusals
 
 
+def test_asked_words_sweep_hand_computed() -> None:
+    from paperchat.evaluation.calibrate import choose_asked, sweep_asked
+
+    def row(i: str, un: bool, asked: float | None, names: list[str] | None = None) -> dict[str, object]:
+        return {"id": i, "unanswerable": un, "strength": 1.0, "missing_names": names or [], "asked": asked}
+
+    rows = [row("a1", False, 1.0), row("a2", False, 0.5), row("a3", False, None), row("u1", True, 0.0), row("u2", True, 0.5, ["MS"]), row("u3", True, 1.0)]
+    # 0.25 refuses u1 only (u2 is refused by its missing name at every threshold); 0.67 also refuses a2
+    assert choose_asked(rows, strength=0.0) == 0.25
+    res = sweep_asked(rows, (["a1", "a2", "u1"], ["a3", "u2", "u3"]), strength=0.0)
+    by_t = {r["threshold"]: r for r in res["table"]}
+    assert (by_t[0.0]["right_refusals"], by_t[0.0]["wrong_refusals"]) == (1, 0)
+    assert (by_t[0.5]["right_refusals"], by_t[0.5]["wrong_refusals"]) == (2, 0)
+    assert (by_t[1.0]["right_refusals"], by_t[1.0]["wrong_refusals"]) == (2, 1)
+    assert res["chosen_on_a"] == 0.25 and res["measured_on_b"]["right_refusals"] == 1  # u2, by its name
+
+
 def test_judge_grades_through_an_openai_endpoint(built_library: Library, tmp_path: Path) -> None:
     from paperchat.errors import ConfigError
     from tests.fake_llm import FakeLLM

@@ -98,14 +98,15 @@ class QA:
         """The cannot-answer text with the nearest sentence found, when the evidence is too thin; else None."""
         conf = self.lib.settings.answers
         paper = scope.kind == "paper"
-        rule = evidence.Refusal(conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names)
+        rule = evidence.Refusal(
+            conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names, min_asked=conf.refuse_asked_below if paper else 0.0
+        )
         if not paper and conf.refuse_below_topic == 0.0:
             return None
         ev = self.evidence(query, scope, sources)
         if not rule.refuse(ev):
             return None
-        why = f"the sources never mention {' '.join(ev.missing_names)}" if ev.missing_names else "no passage says it"
-        text = f"{CANNOT_ANSWER} ({why})"
+        text = f"{CANNOT_ANSWER} ({rule.why(ev)})"
         if ev.best is not None:
             src = next(s for s in sources if s.n == ev.best.cand.n)
             where = f" (p. {src.page})" if src.page else ""

@@ -8,9 +8,14 @@ check reads the best sentences instead:
 - absent: the weighted share of the question's words that occur nowhere in the scope (the whole paper, from
   the lexical index), or in none of the passages when the scope's counts are not known;
 - missing names: names the question gives ("MS MARCO") that no passage mentions;
-- the best sentence's MiniLM similarity to the question.
-A question is refused when a name it gives is missing, or when `coverage + cosine - absent` (less MISFIT
-when no sentence read holds the kind of thing asked) falls below the calibrated threshold (`paperchat eval calibrate`, split-half on the dev sets).
+- the best sentence's MiniLM similarity to the question;
+- asked: the share of the words naming what is asked ("how many *GPU hours*", "what *learning rate*") that the
+  best of the first ASKED_TOP ranked sentences holds itself (None when the question names no such thing). A paper
+  that discusses the training but never states the learning rate has sentences with "training", none with
+  "learning rate": coverage stays high, this does not.
+A question is refused when a name it gives is missing, when `coverage + cosine - absent` (less MISFIT
+when no sentence read holds the kind of thing asked) falls below the calibrated threshold (`paperchat eval calibrate`, split-half on the dev sets),
+or, when turned on, when `asked` is below `answers.refuse_asked_below` (off: it did not carry to held-out questions).
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import Candidate, Focus
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 TOP = 5  # sentences read for evidence
 MISFIT = 0.5  # strength lost when none of them holds the kind of thing asked (no number for "how many")
 UNCOUNTED = 0.3  # ... when none of them puts a number before what "how many" asks about ("12 participants")
+ASKED_TOP = 3  # sentences read for the asked words (split halves of eval/askpdf_abstain_tune.jsonl: 3 won on both)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class Evidence:
     fits: bool
     best: Scored | None
     counted: bool = True
+    asked: float | None = None
 
     @property
     def strength(self) -> float:
@@ -75,7 +82,16 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", text))
     best = head[0]
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
-    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted)
+    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked))
+
+
+def asked_cover(focus: Focus, ranked: Sequence[Scored], top: int = ASKED_TOP) -> float | None:
+    """The largest share of the asked words (and of what "how many" counts) that one of the first `top`
+    ranked sentences holds in its own words; None when the question names nothing it asks about."""
+    asked = {t for t, w in focus.terms.items() if w >= ASKED_WEIGHT} | set(focus.counted)
+    if not asked:
+        return None
+    return round(max((len(asked & s.cand.tokens) / len(asked) for s in ranked[:top]), default=0.0), 4)
 
 
 @dataclass(frozen=True)
@@ -84,10 +100,19 @@ class Refusal:
 
     min_strength: float = 0.0
     names: bool = True
+    min_asked: float = 0.0
 
     def refuse(self, ev: Evidence) -> bool:
-        """True when the sources do not answer: a name the question gives is missing, or the evidence is weak."""
-        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength
+        """True when the sources do not answer: a name the question gives is missing, the evidence is weak, or
+        no sentence read holds what the question asks about."""
+        thin_asked = ev.asked is not None and ev.asked < self.min_asked
+        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked
+
+    def why(self, ev: Evidence) -> str:
+        """The reason shown with the cannot-answer text."""
+        if self.names and ev.missing_names:
+            return f"the sources never mention {' '.join(ev.missing_names)}"
+        return "no passage says it"
 
 
 def scope_counts(question: str, focus: Focus, scores: Callable[[str], np.ndarray | None], mask: np.ndarray, tok: Tokenizer) -> dict[str, int]:

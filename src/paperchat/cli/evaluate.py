@@ -59,7 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Sweep the abstention threshold over question sets and recommend one."""
     from paperchat.evaluation import runner
-    from paperchat.evaluation.calibrate import stratified_halves, sweep, sweep_evidence, top_scores
+    from paperchat.evaluation.calibrate import stratified_halves, sweep, sweep_asked, sweep_evidence, top_scores
     from paperchat.evaluation.questions import load_set
 
     settings = settings_from(args)
@@ -72,6 +72,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     res["current"] = settings.retrieval.abstain_below
     res["evidence"] = sweep_evidence(rows, stratified_halves(qs), settings.answers.refuse_missing_names)
     res["evidence"]["current"] = settings.answers.refuse_below
+    res["asked"] = sweep_asked(rows, stratified_halves(qs), settings.answers.refuse_below, settings.answers.refuse_missing_names)
+    res["asked"]["current"] = settings.answers.refuse_asked_below
     if args.json:
         print(json.dumps(res))
         return 0
@@ -91,6 +93,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     m = ev["on_all"]
     print(f"recommended PAPERCHAT_ANSWERS__REFUSE_BELOW={ev['recommended']} (now {ev['current']}): {m['right_refusals']} of {m['unanswerable']} right refusals, {m['wrong_refusals']} of {m['answerable']} wrong")
+    sk = res["asked"]
+    print(f"asked-words rule (PAPERCHAT_ANSWERS__REFUSE_ASKED_BELOW, now {sk['current']}), with the evidence threshold as it is:")
+    for r in sk["table"]:
+        print(f"{r['threshold']:>9.2f}  {r['wrong_refusals']:>14}  {r['right_refusals']:>14}  {r['decision_accuracy']:>17.3f}")
+    for mine, other in (("a", "b"), ("b", "a")):
+        m = sk[f"measured_on_{other}"]
+        print(
+            f"asked threshold chosen on half {mine}: {sk[f'chosen_on_{mine}']}; on half {other}: {m['right_refusals']} of "
+            f"{m['unanswerable']} unanswerable refused, {m['wrong_refusals']} of {m['answerable']} answerable wrongly refused"
+        )
     return 0
 
 

@@ -35,17 +35,18 @@ def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path |
         row: dict[str, Any] = {"id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)}
         if evidence and q.scope == "paper" and hits:
             ev = assistant.evidence(q.question, scope, hits)
-            row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]))  # type: ignore[call-overload]
+            row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]), asked=ev["asked"])  # type: ignore[call-overload]
         rows.append(row)
     return rows
 
 
-def _refusals(rows: Sequence[dict[str, Any]], t: float, names: bool) -> dict[str, Any]:
+def _refusals(rows: Sequence[dict[str, Any]], t: float, names: bool, asked: float = 0.0) -> dict[str, Any]:
     pos = [r for r in rows if not r["unanswerable"]]
     neg = [r for r in rows if r["unanswerable"]]
 
     def refused(r: dict[str, Any]) -> bool:
-        return (names and bool(r["missing_names"])) or r["strength"] < t
+        thin = r.get("asked") is not None and r["asked"] < asked
+        return (names and bool(r["missing_names"])) or r["strength"] < t or thin
 
     wrong = sum(refused(r) for r in pos)
     right = sum(refused(r) for r in neg)
@@ -101,6 +102,30 @@ def sweep_evidence(rows: Sequence[dict[str, Any]], halves: tuple[Sequence[str], 
         "on_all": _refusals(rows, everything, names),
         "answerable_strengths": sorted(round(r["strength"], 3) for r in rows if not r["unanswerable"])[:5],
         "unanswerable": [{"id": r["id"], "strength": round(r["strength"], 3), "missing_names": r["missing_names"]} for r in rows if r["unanswerable"]],
+    }
+
+
+ASKED_GRID = (0.0, 0.25, 0.34, 0.5, 0.67, 0.75, 1.0)
+
+
+def choose_asked(rows: Sequence[dict[str, Any]], strength: float, names: bool = True) -> float:
+    """The asked-words threshold (answers.refuse_asked_below) with the best decision accuracy on `rows`, the
+    strength threshold and the names rule as they are; ties go to the lowest (fewest wrong refusals)."""
+    return max(ASKED_GRID, key=lambda t: (_refusals(rows, strength, names, t)["decision_accuracy"], -t))
+
+
+def sweep_asked(rows: Sequence[dict[str, Any]], halves: tuple[Sequence[str], Sequence[str]], strength: float, names: bool = True) -> dict[str, Any]:
+    """The asked-words threshold chosen on each half and measured on the other (the strength threshold fixed)."""
+    rows = [r for r in rows if "strength" in r]
+    a = [r for r in rows if r["id"] in set(halves[0])]
+    b = [r for r in rows if r["id"] in set(halves[1])]
+    ta, tb = choose_asked(a, strength, names), choose_asked(b, strength, names)
+    return {
+        "chosen_on_a": ta,
+        "measured_on_b": {**_refusals(b, strength, names, ta), "threshold": ta},
+        "chosen_on_b": tb,
+        "measured_on_a": {**_refusals(a, strength, names, tb), "threshold": tb},
+        "table": [{**_refusals(rows, strength, names, t), "threshold": t} for t in ASKED_GRID],
     }
 
 
