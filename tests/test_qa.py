@@ -183,6 +183,28 @@ def test_openai_path_streams_and_checks_citations(built_library: Library) -> Non
         assert "[1]" in prompt and "cite" in prompt.lower()
 
 
+def test_llm_answer_marks_unsupported_sentences_and_keeps_the_evidence(built_library: Library) -> None:
+    from paperchat.citations import UNSUPPORTED, mark_unsupported
+    from paperchat.text import split_sentences
+
+    question, scope = "How are negatives chosen?", Scope.for_paper("2004.04906")
+    first = QA(built_library).sources(QA(built_library).retriever.search(question, scope, None))[0]
+    quoted = next(s for s in split_sentences(first.text) if len(s.split()) >= 6)
+    reply = f"{quoted} [1]. Negatives are chosen by a committee of penguins on the moon [1]. Later work replaced them with synthetic negatives written by GPT-4."  # "[1]." after the stop
+    with FakeLLM(reply) as llm:
+        qa = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, timeout=10, max_retries=0))
+        ans = qa.ask(question, scope)
+    assert [(st.cited, st.supported) for st in ans.statements] == [([1], True), ([1], False), ([], False)]
+    assert ans.statements[0].support >= 0.9 and ans.statements[1].support < 0.5
+    marked = mark_unsupported(ans.answer, ans.statements)
+    assert marked.count(UNSUPPORTED) == 2 and f"moon [1]. {UNSUPPORTED}" in marked and marked.endswith(f"GPT-4. {UNSUPPORTED}")
+    assert ans.evidence and ans.evidence != ans.answer and "(p. " in ans.evidence  # the extractive answer, cited with pages
+    from paperchat.cli.ask import format_answer
+
+    shown = format_answer(ans)
+    assert "1 of 3 sentences supported" in shown and "Evidence (quoted from the same sources)" in shown
+
+
 def test_dead_endpoint_falls_back_to_extractive(built_library: Library) -> None:
     with FakeLLM(mode="500") as llm:
         qa = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, timeout=5, max_retries=1))

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from paperchat.text import Tokenizer, split_sentences
-from paperchat.types import Citation, NumberedRef, Source
+from paperchat.types import Citation, NumberedRef, Source, Statement
 
 # one citation marker: [1], [1, 2], [1; 3], [1-3], [1 and 2] (the one pattern for citations; the app links them)
 CITATION = re.compile(r"\[(\s*\d+(?:\s*(?:[,;]|[-\u2013\u2014]|and)\s*\d+)*\s*)\]")
@@ -121,3 +121,41 @@ def build_citations(answer: str, sources: Sequence[Source]) -> list[Citation]:
             ref = src.model_dump(include=set(NumberedRef.model_fields))
             out.append(Citation(**ref, quote=quote, support=round(sup, 4)))
     return out
+
+
+UNSUPPORTED = "(not supported by the cited passages)"
+_PROSE = re.compile(r"[A-Za-z]{3,}")
+
+
+def statements(answer: str, sources: Sequence[Source], min_support: float) -> list[Statement]:
+    """Each sentence of an answer that makes a claim, with the support of the passages it cites: a sentence
+    citing nothing, or whose cited passages hold under `min_support` of its content words, is unsupported.
+    Headings and lines without words (list markers, "Sources:") are not claims."""
+    by_n = {s.n: s for s in sources}
+    claims: list[tuple[str, list[int]]] = []
+    for line in answer.splitlines():
+        for sentence in split_sentences(line):
+            cited = [n for n in parse_citations(sentence) if n in by_n]
+            if not _PROSE.search(CITATION.sub("", sentence)):  # "[2]." after the full stop cites the sentence before
+                if claims and cited:
+                    claims[-1][1].extend(n for n in cited if n not in claims[-1][1])
+                continue
+            if len(_tokens(CITATION.sub("", sentence))) < 3 or sentence.rstrip().endswith(":"):
+                continue
+            claims.append((sentence.strip(), cited))
+    out = []
+    for sentence, cited in claims:
+        sup = max((support(sentence, by_n[n].text) for n in cited), default=0.0)
+        out.append(Statement(text=sentence, cited=cited, support=round(sup, 4), supported=bool(cited) and sup >= min_support))
+    return out
+
+
+def mark_unsupported(answer: str, stated: Sequence[Statement]) -> str:
+    """The answer with UNSUPPORTED after each unsupported sentence (its first occurrence)."""
+    for st in stated:
+        if not st.supported:
+            at = answer.find(st.text)
+            if at >= 0:
+                end = at + len(st.text)
+                answer = f"{answer[:end]} {UNSUPPORTED}{answer[end:]}"
+    return answer

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from paperchat.answering import evidence
 from paperchat.answering.evidence import Evidence, scope_counts
 from paperchat.answering.topic_map import TopicContext
-from paperchat.citations import build_citations, parse_citations, strip_invalid
+from paperchat.citations import build_citations, parse_citations, statements, strip_invalid
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
@@ -198,6 +198,11 @@ class QA:
             record.abstained = CANNOT_ANSWER.lower() in text.lower()
             record.citations = build_citations(text, sources)
             record.uncited = not record.abstained and not parse_citations(text)
+            if not isinstance(answerer, ExtractiveAnswerer) and record.fallback is None and not record.abstained:
+                # an LLM's synthesis: each sentence checked against what it cites, and the extractive answer from
+                # the same sources kept below it as the evidence
+                record.statements = statements(text, sources, self.lib.settings.answers.min_support)
+                record.evidence = "".join(self.extractive.stream(query, sources, topic_level, context)).strip()
             if scope.kind == "topic" and scope.topic:
                 total = context.total if context is not None else len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
                 drew = len({c.paper_id for c in record.citations})

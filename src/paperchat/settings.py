@@ -131,6 +131,12 @@ class AnswerSettings(BaseModel):
     refuse_below_topic: float = Field(
         default=0.0, description="topic questions: the same rule and threshold for topic questions (0 = off: no dev question to calibrate it on)"
     )
+    min_support: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="LLM answers: a sentence is marked unsupported when it cites nothing, or when its cited passages hold under this share of its content words",
+    )
     refuse_asked_below: float = Field(
         default=0.0,
         ge=0.0,

@@ -164,6 +164,15 @@ class Citation(NumberedRef):
     highlight: Highlight | None = Field(default=None, description="the quote's place on the page of the stored PDF, when asked for")
 
 
+class Statement(BaseModel):
+    """One sentence of an LLM answer, checked against the passages it cites."""
+
+    text: str
+    cited: list[int] = Field(default_factory=list)
+    support: float = Field(description="share of its content words found in the passages it cites (0 when it cites none)")
+    supported: bool
+
+
 class Answer(BaseModel):
     """The answer record: what the UI shows, the CLI prints and the evaluation scores."""
 
@@ -181,6 +190,8 @@ class Answer(BaseModel):
     answerer: str = "extractive"
     model: str = ""
     fallback: str | None = Field(default=None, description="why the configured answerer was replaced")
+    statements: list[Statement] = Field(default_factory=list, description="an LLM answer's sentences, each with its support")
+    evidence: str = Field(default="", description="an LLM answer's extractive answer from the same sources, shown below it")
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:

@@ -26,7 +26,7 @@ from paperchat.assistant.standalone import (
     repair_data_dir,
     resolve_answerer,
 )
-from paperchat.citations import CITATION, parse_citations, parse_group
+from paperchat.citations import CITATION, mark_unsupported, parse_citations, parse_group
 from paperchat.dates import user_day
 from paperchat.ingestion.records import Failure
 from paperchat.ports import free_port
@@ -56,6 +56,7 @@ __all__ = [
     "check_question",
     "free_port",
     "llm_model",
+    "mark_unsupported",
     "pdf_folder",
     "normalize_for_match",
     "parse_citations",

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import Assistant, plain, printable, user_day
+from paperchat.assistant import Assistant, mark_unsupported, plain, printable, user_day
 from paperchat.cli.common import int_in, open_assistant, settings_from
 from paperchat.errors import InputError, SourceError
 from paperchat.types import Answer, Scope
@@ -52,7 +52,7 @@ def scope_of(args: argparse.Namespace, assistant: Assistant) -> Scope:
 
 def format_answer(ans: Answer) -> str:
     """The answer as text: body, what was searched, coverage and the reference list (LaTeX shown plain)."""
-    lines = [plain(ans.answer.strip()), ""]
+    lines = [plain(mark_unsupported(ans.answer.strip(), ans.statements)), ""]
     if ans.fallback:
         lines.insert(0, f"[{ans.fallback}]")
     if ans.rewritten:
@@ -61,6 +61,11 @@ def format_answer(ans: Answer) -> str:
         lines.append(ans.coverage)
     if ans.uncited:
         lines.append("warning: the answer cites no source")
+    if ans.statements:
+        weak = sum(not st.supported for st in ans.statements)
+        lines.append(f"{len(ans.statements) - weak} of {len(ans.statements)} sentences supported by the passages they cite")
+    if ans.evidence:
+        lines += ["", "Evidence (quoted from the same sources)", plain(ans.evidence)]
     if ans.citations:
         lines.append("")
         lines.append("References")

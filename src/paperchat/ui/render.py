@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from paperchat.assistant import CITATION, Momentum, parse_group, plain
+from paperchat.assistant import CITATION, Momentum, mark_unsupported, parse_group, plain
 from paperchat.types import Answer, Paper, is_arxiv_id
 
 
@@ -136,7 +136,7 @@ def answer_markdown(ans: Answer) -> str:
             parts.append(f'[[{n}]](#paper/{quote(s.paper_id, safe="/.-_")}{page} "{link_title(quotes.get(n) or s.text)}")')
         return "".join(parts)
 
-    text = plain(ans.answer)
+    text = plain(mark_unsupported(ans.answer, ans.statements))
     body, last = [], 0
     for m in CITATION.finditer(text):  # escape the text between citations; the citations become our links
         body.append(md_text(text[last : m.start()]))
@@ -152,7 +152,11 @@ def answer_markdown(ans: Answer) -> str:
         extra.append(f"_{md_text(ans.coverage)}_")
     if ans.uncited:
         extra.append("_warning: this answer cites no source_")
-    return "".join(body) + ("\n\n" + "  \n".join(extra) if extra else "")
+    if ans.statements:
+        weak = sum(not st.supported for st in ans.statements)
+        extra.append(f"_{len(ans.statements) - weak} of {len(ans.statements)} sentences supported by the passages they cite_")
+    evidence = f"\n\n**Evidence** (quoted from the same sources)\n\n{md_text(plain(ans.evidence))}" if ans.evidence else ""
+    return "".join(body) + ("\n\n" + "  \n".join(extra) if extra else "") + evidence
 
 
 def sources_panel(ans: Answer) -> str:
