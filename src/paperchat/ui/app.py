@@ -75,6 +75,11 @@ def show_page(core: Assistant, pid: str, page: float | None, zoom: float | None,
     return html, shown, gr.update(visible=has_pdf), cite
 
 
+def _topic_choices(core: Assistant) -> list[tuple[str, str]]:
+    """(name, slug) of every topic a page can show (see `Assistant.all_topic_names`)."""
+    return [(n, s) for s, n in core.all_topic_names().items()]
+
+
 def _topics_tab(core: Assistant) -> tuple[Any, Any]:
     """All topics: a search box and the topic cards. Returns (search box, cards)."""
     import gradio as gr
@@ -104,8 +109,9 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
     """One topic: momentum and related topics, its latest papers (paged, filtered) and its chat."""
     import gradio as gr
 
-    names = core.topic_names()
-    pick = gr.Dropdown(choices=[(n, s) for s, n in names.items()], value=first, label="Topic")
+    # every kind of topic: hand-written, the collections, the discovered ones (custom values: a collection
+    # imported or a discovery run while the app runs is reached by its link before the choices are refreshed)
+    pick = gr.Dropdown(choices=_topic_choices(core), value=first, label="Topic", allow_custom_value=True)
     with gr.Row():
         follow_btn = gr.Button("Follow", variant="secondary", scale=0)
         now_box = gr.Textbox(label="Now (YYYY-MM-DD; empty = newest date in the corpus)", scale=1)
@@ -227,6 +233,17 @@ def _upload_tab(core: Assistant, settings: Settings, shell: _Shell, paper: _Pape
     up.upload(on_upload, [up, paper.zoom], outputs, api_visibility="private", concurrency_limit=1)
 
 
+def _lists_tab(core: Assistant) -> Any:
+    """Following (what is new since the last visit, "Mark as seen"), the collections and the saved papers."""
+    import gradio as gr
+
+    seen = gr.Button("Mark as seen", elem_id="pc-mark-seen", scale=0)
+    lists = gr.HTML(h.lists_html(core))
+    # moves the last visit to now, as `paperchat digest` does; the tab itself only peeks
+    seen.click(lambda: h.mark_seen(core), None, lists, api_visibility="private")
+    return lists
+
+
 def _eval_tab() -> None:
     """The newest evaluation report, with a reload button."""
     import gradio as gr
@@ -239,7 +256,6 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
     """Hash links and keys (#topic/SLUG, #paper/ID, save/ID through the hidden nav box), Follow and Save."""
     import gradio as gr
 
-    names = core.topic_names()
     show_topic = _show_topic(core)
 
     def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float, quote: str, zoom: float) -> tuple[Any, ...]:
@@ -248,9 +264,11 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         msg = ""
         sel = gr.update()
         viewer: tuple[Any, ...] = (gr.update(),) * 4
-        if kind == "topic" and rest in names:
+        pick = gr.update(value=slug)
+        if kind == "topic" and core.topic_kind(rest) is not None:  # hand-written, discovered or a collection
             slug, sel = rest, gr.update(selected="topic")
             page = 1
+            pick = gr.update(value=slug, choices=_topic_choices(core))
         elif kind == "paper" and rest:
             pid, sel = rest.split("/")[0], gr.update(selected="paper")
             tail = rest.split("/")[1:]
@@ -269,7 +287,7 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         else:
             (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, listed, msg, *viewer
+        return sel, slug, pick, pid, head, rows, fbtn, view, listed, msg, *viewer
 
     outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
@@ -348,7 +366,7 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
             with gr.Tab("Upload a PDF", id="upload"):
                 _upload_tab(core, settings, shell, paper)
             with gr.Tab("Following & Saved", id="lists"):
-                lists = gr.HTML(h.lists_html(core))
+                lists = _lists_tab(core)
             with gr.Tab("Evaluation", id="eval"):
                 _eval_tab()
 
