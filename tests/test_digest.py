@@ -83,6 +83,28 @@ def test_the_following_tab_shows_the_digest_without_moving_the_last_visit(assist
     assert assistant.digest(peek=True).total == 1  # the tab only peeked
 
 
+def test_mark_as_seen_moves_the_last_visit_like_the_command(assistant: Assistant) -> None:
+    """The Following tab's "Mark as seen": the new papers leave the tab, the last visit moves to the moment it was
+    pressed (what `paperchat digest` does), and a paper ingested afterwards is new again."""
+    from paperchat.digest import LAST_VISIT_KEY
+    from paperchat.ui import handlers as h
+
+    assistant.digest()
+    assistant.ingest_arxiv(file=FIX / "page1.xml")
+    before = assistant.library.catalog.get_meta(LAST_VISIT_KEY)
+    html = h.lists_html(assistant)  # type: ignore[arg-type]
+    assert f'data-paper="{PAGE1_MT}"' in html and "1 new paper in 1 of 2 followed topics" in html
+    assert h.lists_html(assistant) == html  # type: ignore[arg-type]  # showing the tab peeks
+    after = h.mark_seen(assistant)  # type: ignore[arg-type]
+    moved = assistant.library.catalog.get_meta(LAST_VISIT_KEY)
+    assert before and moved and moved > before
+    assert f'data-paper="{PAGE1_MT}"' not in after and "0 new papers in 0 of 2 followed topics" in after
+    d = assistant.digest(peek=True)
+    assert d.total == 0 and d.since.isoformat() == moved and d.basis == "last visit"
+    assistant.ingest_record_files([FIX / "seed.jsonl"], show_progress=False)  # known papers: still nothing new
+    assert "0 new papers" in h.lists_html(assistant)  # type: ignore[arg-type]
+
+
 def test_digest_and_follow_commands(assistant: Assistant, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     data = assistant.settings.data_dir
     assistant.close()
