@@ -365,8 +365,10 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
                 paper = _paper_tab(core, settings, shell, answerers)
             with gr.Tab("Upload a PDF", id="upload"):
                 _upload_tab(core, settings, shell, paper)
-            with gr.Tab("Following & Saved", id="lists"):
+            with gr.Tab("Following & Saved", id="lists") as lists_tab:
                 lists = _lists_tab(core)
+            # shown fresh each time: papers, follows and collections may have come since the page was built
+            lists_tab.select(lambda: h.lists_html(core), None, lists, api_visibility="private")
             with gr.Tab("Evaluation", id="eval"):
                 _eval_tab()
 
