@@ -3,9 +3,10 @@
 Chroma holds the chunks and vectors; this holds what pages and lists need without touching vectors.
 Every write is one transaction, so a killed process leaves either the old or the new row.
 
-Follows and saves are also mirrored to `user_lists.json` beside the database (rewritten atomically on each
-change), so a damaged or recreated catalogue does not take them with it: a new, empty catalogue restores
-them from the mirror. A damaged database file raises StoreError naming `paperchat doctor --repair`.
+What the user made is also mirrored to `user_lists.json` beside the database (rewritten atomically on each
+change): follows, saves, collections with their papers, the last visit and the ingest times of the papers
+that arrived since it. A damaged or recreated catalogue does not take them with it: a new, empty catalogue
+restores them from the mirror. A damaged database file raises StoreError naming `paperchat doctor --repair`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from paperchat.catalog_feed import FEED_SCHEMA, FeedTables
+from paperchat.catalog_feed import FEED_SCHEMA, LAST_VISIT_KEY, FeedTables
 from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
 from paperchat.errors import StoreError
 from paperchat.types import Paper
@@ -99,8 +100,11 @@ class Catalog(DiscoveryTables, FeedTables):
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise
             raise damaged(path, exc) from exc
+        self.restored: dict[str, int] = {}  # what restore_user_lists added, by kind
         if self.was_empty:
             self.restore_user_lists()
+        elif self.mirror.exists() and "collections" not in (self._mirror_json() or {}) and self.collections():
+            self._write_mirror()  # a mirror written before collections were mirrored: add them now
 
     def close(self) -> None:
         """Close the database connection."""
@@ -148,6 +152,7 @@ class Catalog(DiscoveryTables, FeedTables):
     def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]], arrived: bool = True) -> None:
         """Insert or update papers with their abstract hash and topics, keeping PDF fields; `arrived`: record
         now as the ingest time of papers that have none (False when rows are rebuilt, not ingested)."""
+        arrivals = 0
         with self._lock, self._conn:
             for paper, abstract_hash, topics in rows:
                 self._conn.execute(
@@ -161,7 +166,9 @@ class Catalog(DiscoveryTables, FeedTables):
                 )
                 self._set_topics(paper.id, topics)
                 if arrived:
-                    self._mark_added([paper.id])
+                    arrivals += self._mark_added([paper.id])
+        if arrivals:
+            self._write_mirror()  # ingest times since the last visit are mirrored too (for the digest)
 
     @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
@@ -176,7 +183,9 @@ class Catalog(DiscoveryTables, FeedTables):
                 (*_paper_columns(paper), pdf_path, pdf_sha256, pdf_hash),
             )
             self._set_topics(paper.id, topics)
-            self._mark_added([paper.id])
+            arrived = self._mark_added([paper.id])
+        if arrived:
+            self._write_mirror()
 
     def _set_topics(self, paper_id: str, topics: list[str]) -> None:
         self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
@@ -330,6 +339,8 @@ class Catalog(DiscoveryTables, FeedTables):
         """Store a meta key's value, replacing any old one."""
         with self._lock, self._conn:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        if key == LAST_VISIT_KEY:  # the last visit is the user's: mirrored (and the arrivals before it dropped there)
+            self._write_mirror()
 
     def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
         with self._lock:
@@ -342,12 +353,14 @@ class Catalog(DiscoveryTables, FeedTables):
                     self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
             self._write_mirror()
 
-    def user_lists(self) -> dict[str, list[list[str]]]:
-        """Follows and saves as {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]}."""
+    def user_lists(self) -> dict[str, Any]:
+        """What the mirror holds: {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]} and the
+        feed's part (`feed_lists`: "collections", "last_visit", "arrivals")."""
         with self._lock:
             return {
                 "follows": [list(r) for r in self._conn.execute("SELECT topic, since FROM follows ORDER BY since")],
                 "saves": [list(r) for r in self._conn.execute("SELECT paper_id, since FROM saves ORDER BY since")],
+                **self.feed_lists(),
             }
 
     def _write_mirror(self) -> None:
@@ -356,16 +369,27 @@ class Catalog(DiscoveryTables, FeedTables):
         tmp.write_text(json.dumps(self.user_lists(), indent=1))
         os.replace(tmp, self.mirror)
 
-    def read_mirror(self) -> dict[str, list[list[str]]] | None:
-        """The mirrored follows and saves, or None when there is no readable mirror."""
+    def _mirror_json(self) -> Any:
         try:
-            data: Any = json.loads(self.mirror.read_text())
-            return {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves")}
-        except (OSError, ValueError, TypeError, AttributeError):
+            return json.loads(self.mirror.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def read_mirror(self) -> dict[str, Any] | None:
+        """The mirrored lists (see `user_lists`), or None when there is no readable mirror; a mirror written
+        before collections were mirrored reads as having none."""
+        try:
+            data: Any = self._mirror_json()
+            out: dict[str, Any] = {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves", "arrivals")}
+            out["collections"] = [[str(s), str(n), str(src), str(c), [str(i) for i in ids]] for s, n, src, c, ids in data.get("collections", [])]
+            out["last_visit"] = str(data.get("last_visit") or "")
+            return out
+        except (TypeError, ValueError, AttributeError):
             return None
 
     def restore_user_lists(self) -> int:
-        """Add the mirrored follows and saves that the catalogue lacks; returns how many were added."""
+        """Add the mirrored follows, saves, collections, last visit and ingest times that the catalogue lacks;
+        returns how many follows and saves were added (`restored` counts every kind)."""
         data = self.read_mirror()
         if not data:
             return 0
@@ -377,6 +401,7 @@ class Catalog(DiscoveryTables, FeedTables):
                         added += self._conn.execute(
                             f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, since)
                         ).rowcount
+                self.restored = {"follows and saves": added, **self._restore_feed(data)}
         except sqlite3.DatabaseError as exc:
             raise damaged(self.path, exc) from exc
         return added
