@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from paperchat.catalog_feed import FEED_SCHEMA, LAST_VISIT_KEY, FeedTables
+from paperchat.catalog_feed import FEED_SCHEMA, LAST_VISIT_KEY
+from paperchat.catalog_lists import USER_LISTS, UserLists
 from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
 from paperchat.errors import StoreError
 from paperchat.types import Paper
 
 __all__ = ["Catalog", "DiscoveredTopic", "damaged"]
-USER_LISTS = "user_lists.json"
 REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
 
 
@@ -76,7 +74,7 @@ def _paper_columns(paper: Paper) -> tuple[object, ...]:
     )
 
 
-class Catalog(DiscoveryTables, FeedTables):
+class Catalog(DiscoveryTables, UserLists):
     """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
 
     def __init__(self, path: Path) -> None:
@@ -341,89 +339,3 @@ class Catalog(DiscoveryTables, FeedTables):
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
         if key == LAST_VISIT_KEY:  # the last visit is the user's: mirrored (and the arrivals before it dropped there)
             self._write_mirror()
-
-    def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
-        with self._lock:
-            with self._conn:
-                if on:
-                    self._conn.execute(
-                        f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, dt.datetime.now().isoformat())
-                    )
-                else:
-                    self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
-            self._write_mirror()
-
-    def user_lists(self) -> dict[str, Any]:
-        """What the mirror holds: {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]} and the
-        feed's part (`feed_lists`: "collections", "last_visit", "arrivals")."""
-        with self._lock:
-            return {
-                "follows": [list(r) for r in self._conn.execute("SELECT topic, since FROM follows ORDER BY since")],
-                "saves": [list(r) for r in self._conn.execute("SELECT paper_id, since FROM saves ORDER BY since")],
-                **self.feed_lists(),
-            }
-
-    def _write_mirror(self) -> None:
-        """Rewrite user_lists.json atomically (a temporary file renamed over it)."""
-        tmp = self.mirror.with_name(f"{USER_LISTS}.tmp-{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(json.dumps(self.user_lists(), indent=1))
-        os.replace(tmp, self.mirror)
-
-    def _mirror_json(self) -> Any:
-        try:
-            return json.loads(self.mirror.read_text())
-        except (OSError, ValueError):
-            return None
-
-    def read_mirror(self) -> dict[str, Any] | None:
-        """The mirrored lists (see `user_lists`), or None when there is no readable mirror; a mirror written
-        before collections were mirrored reads as having none."""
-        try:
-            data: Any = self._mirror_json()
-            out: dict[str, Any] = {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves", "arrivals")}
-            out["collections"] = [[str(s), str(n), str(src), str(c), [str(i) for i in ids]] for s, n, src, c, ids in data.get("collections", [])]
-            out["last_visit"] = str(data.get("last_visit") or "")
-            return out
-        except (TypeError, ValueError, AttributeError):
-            return None
-
-    def restore_user_lists(self) -> int:
-        """Add the mirrored follows, saves, collections, last visit and ingest times that the catalogue lacks;
-        returns how many follows and saves were added (`restored` counts every kind)."""
-        data = self.read_mirror()
-        if not data:
-            return 0
-        added = 0
-        try:
-            with self._lock, self._conn:
-                for table, col in (("follows", "topic"), ("saves", "paper_id")):
-                    for key, since in data[table]:
-                        added += self._conn.execute(
-                            f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, since)
-                        ).rowcount
-                self.restored = {"follows and saves": added, **self._restore_feed(data)}
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from exc
-        return added
-
-    @_guarded
-    def follow(self, topic: str, on: bool = True) -> None:
-        """Follow a topic (or unfollow it when on is False)."""
-        self._toggle("follows", "topic", topic, on)
-
-    @_guarded
-    def save(self, paper_id: str, on: bool = True) -> None:
-        """Save a paper (or unsave it when on is False)."""
-        self._toggle("saves", "paper_id", paper_id, on)
-
-    @_guarded
-    def followed(self) -> list[str]:
-        """Followed topics, oldest follow first."""
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
-
-    @_guarded
-    def saved(self) -> list[str]:
-        """Saved paper ids, most recently saved first."""
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]
