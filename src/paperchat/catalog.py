@@ -105,7 +105,11 @@ class Catalog(DiscoveryTables, UserLists):
             self._write_mirror()  # a mirror written before collections were mirrored: add them now
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Write the ingest times that wait for the mirror, and close the database connection."""
+        try:
+            self.flush_mirror()
+        except (OSError, sqlite3.DatabaseError):  # a damaged catalogue still closes
+            pass
         self._conn.close()
 
     def integrity(self) -> str:
@@ -166,7 +170,7 @@ class Catalog(DiscoveryTables, UserLists):
                 if arrived:
                     arrivals += self._mark_added([paper.id])
         if arrivals:
-            self._write_mirror()  # ingest times since the last visit are mirrored too (for the digest)
+            self._arrivals_changed()  # ingest times since the last visit are mirrored too (for the digest)
 
     @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
@@ -183,7 +187,7 @@ class Catalog(DiscoveryTables, UserLists):
             self._set_topics(paper.id, topics)
             arrived = self._mark_added([paper.id])
         if arrived:
-            self._write_mirror()
+            self._arrivals_changed()
 
     def _set_topics(self, paper_id: str, topics: list[str]) -> None:
         self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))

@@ -36,6 +36,7 @@ CREATE INDEX IF NOT EXISTS collection_papers_paper ON collection_papers(paper_id
 
 
 LAST_VISIT_KEY = "last_visit"  # the meta key of the last visit (`paperchat digest` moves it)
+LONG_AGO = "1970-01-01T00:00:00.000000+00:00"  # the ingest time of a paper whose real one was lost
 
 
 def utc_now() -> dt.datetime:
@@ -131,10 +132,11 @@ class FeedTables:
         return {str(pid): dt.datetime.fromisoformat(at) for pid, at in rows}
 
     @_guarded
-    def forget_added(self, ids: Iterable[str]) -> None:
-        """Drop the ingest times of these papers (rows rebuilt by a repair are not arrivals)."""
+    def mark_old(self, ids: Iterable[str]) -> None:
+        """Give these papers an ingest time before any visit (rows rebuilt by a repair whose time was lost): they
+        are not arrivals, and ingesting their source again does not make them new."""
         with self._lock, self._conn:
-            self._conn.executemany("DELETE FROM paper_added WHERE paper_id=?", [(i,) for i in ids])
+            self._conn.executemany("INSERT OR REPLACE INTO paper_added (paper_id, at) VALUES (?, ?)", [(i, LONG_AGO) for i in ids])
 
     @_guarded
     def save_collection(self, slug: str, name: str, source: str, ids: Iterable[str]) -> int:

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from paperchat.catalog_feed import FeedTables
 from paperchat.catalog_topics import _guarded
 
 USER_LISTS = "user_lists.json"
+ARRIVALS_EVERY_S = 30.0  # new ingest times reach the mirror at most this late (or when the catalogue closes)
 
 
 class UserLists(FeedTables):
@@ -25,6 +27,7 @@ class UserLists(FeedTables):
 
     mirror: Path
     restored: dict[str, int]
+    _mirror_due: float | None = None  # when waiting ingest times are due in the mirror (None: nothing waits)
 
     def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
         with self._lock:
@@ -52,6 +55,23 @@ class UserLists(FeedTables):
         tmp = self.mirror.with_name(f"{USER_LISTS}.tmp-{os.getpid()}-{threading.get_ident()}")
         tmp.write_text(json.dumps(self.user_lists(), indent=1))
         os.replace(tmp, self.mirror)
+        self._mirror_due = None
+
+    def _arrivals_changed(self) -> None:
+        """New ingest times: mirrored at most every ARRIVALS_EVERY_S seconds (and on close). A bulk ingest before
+        any visit would otherwise rewrite every arrival after every batch: 32,000 papers upserted in batches of
+        256 took 17.1 s against 1.5 s without the mirror, and 1.3 s this way (one 2 MB write at the end; a real
+        ingest of that size, about 25 minutes, writes it about 50 times). What the user does is mirrored at once."""
+        now = time.monotonic()
+        if self._mirror_due is None:
+            self._mirror_due = now + ARRIVALS_EVERY_S
+        elif now >= self._mirror_due:
+            self._write_mirror()
+
+    def flush_mirror(self) -> None:
+        """Write the mirror now when ingest times are waiting for it."""
+        if self._mirror_due is not None:
+            self._write_mirror()
 
     def _mirror_json(self) -> Any:
         try:

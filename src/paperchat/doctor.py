@@ -287,8 +287,9 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
                 matched += 1
             else:  # a copy of no paper the store held (its id was not found in it): leave it out
                 ing.remove_paper(pid)
-    # re-reading a copy is not an arrival: only the ingest times the mirror gave back stay
-    lib.catalog.forget_added({pid for pid, _ in lib.catalog.feed_lists()["arrivals"]} - arrived)
+    # rebuilt rows are not arrivals: only the ingest times the mirror gave back stay, the rest count as old (so
+    # that ingesting the abstract files again, as the report asks, does not make them all new in the digest)
+    lib.catalog.mark_old(set(lib.catalog.stored_hashes()) - arrived)
     if matched:
         report.actions.append(f"re-read {matched} stored PDF copies into paper rows")
     pdf_only = sorted(set(inv.pdf_chunks) - set(inv.abstracts) - set(lib.catalog.stored_hashes()))
