@@ -9,7 +9,8 @@ import pytest
 from paperchat.bibtex import escape, select, to_bibtex
 from paperchat.cli import main
 from paperchat.library import Library
-from paperchat.types import Paper
+from paperchat.types import Paper, is_arxiv_id
+from tests.corpus import PAPER_ID, PAPER_QUESTIONS
 
 bibtexparser = pytest.importorskip("bibtexparser")
 
@@ -60,3 +61,35 @@ def test_select_and_cli(demo_library: Library, monkeypatch: pytest.MonkeyPatch, 
     assert len(parsed.entries) == len(rag) and not parsed.failed_blocks
     assert main(["--data-dir", d, "export", "bibtex", "--ids", "no-such-id"]) != 0
     assert main(["--data-dir", d, "export", "bibtex"]) != 0
+
+
+def bibtex_link(sources_html: str) -> tuple[str, str]:
+    """(the download's label, the BibTeX it holds) of the button under an answer."""
+    import html
+    import re
+    from urllib.parse import unquote
+
+    m = re.search(r'<a class="pc-btn pc-bibtex" download="cited-papers.bib" href="data:application/x-bibtex;charset=utf-8,([^"]*)">([^<]*)</a>', sources_html)
+    assert m, sources_html[:500]
+    return m.group(2), unquote(html.unescape(m.group(1)))
+
+
+def test_the_button_under_an_answer_exports_the_cited_papers(demo_library: Library) -> None:
+    """Part 7: the BibTeX of the papers an answer cites, as a download under the answer (topic and paper chats)."""
+    from paperchat.qa import QA
+    from paperchat.ui import handlers as h
+
+    core = h.Core(demo_library.settings, demo_library, QA(demo_library))
+    for kind, target, question in [("topic", "rag", "How do retrieval-augmented models use retrieved documents?"),
+                                   ("paper", PAPER_ID, PAPER_QUESTIONS[1][0])]:
+        *_, (_msgs, sources) = h.chat_stream(core, question, kind, target, [])
+        ans = core.ask(question, h.make_scope(core, kind, target))
+        cited = list(dict.fromkeys(c.paper_id for c in ans.citations))
+        assert cited, ans.answer
+        label, text = bibtex_link(sources)
+        assert label == f"BibTeX of the {len(cited)} cited paper{'s' if len(cited) != 1 else ''}"
+        parsed = bibtexparser.parse_string(text)
+        assert not parsed.failed_blocks
+        papers = core.papers(cited)
+        assert [e["title"].strip("{}") for e in parsed.entries] == [escape(papers[i].title) for i in cited]
+        assert [e.fields_dict["eprint"].value for e in parsed.entries if "eprint" in e.fields_dict] == [i for i in cited if is_arxiv_id(i)]

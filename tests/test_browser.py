@@ -208,3 +208,124 @@ def test_hostile_record_is_inert_in_a_real_browser(built_library: Library, page:
         assert page.locator("iframe").count() == 0
         assert page.locator('a[href^="javascript" i]').count() == 0
         assert page.locator("[onerror]").count() == 0 and page.locator('img[src="x"]').count() == 0
+
+
+def _bibtex_download(pg: Any) -> str:
+    """The BibTeX behind the visible 'BibTeX of the cited papers' button under the last answer."""
+    from urllib.parse import unquote
+
+    href = pg.locator("a.pc-bibtex >> visible=true").first.get_attribute("href")
+    assert href and href.startswith("data:application/x-bibtex;charset=utf-8,"), href
+    return unquote(href.split(",", 1)[1])
+
+
+def _cited(pg: Any) -> list[str]:
+    links = pg.locator('[class*="message"] a[href^="#paper/"] >> visible=true').all()
+    return list(dict.fromkeys(re.sub(r"^#paper/", "", a.get_attribute("href")).split("/")[0] for a in links))
+
+
+def _ask_here(pg: Any, placeholder: str, question: str) -> list[str]:
+    """Ask in the visible chat and wait for this answer's sources and BibTeX button; returns the cited paper ids
+    in the order the answer cites them."""
+    panel = "[...document.querySelectorAll('.pc-sources')].filter(e => e.offsetParent !== null).map(e => e.innerHTML).join('')"
+    before = pg.evaluate(f"() => {panel}")
+    q = pg.get_by_placeholder(placeholder)
+    q.fill(question)
+    q.press("Enter")
+    pg.wait_for_function(f"(b) => {{ const s = {panel}; return s && s !== b && [...document.querySelectorAll('a.pc-bibtex')].some(a => a.offsetParent !== null); }}", arg=before, timeout=60_000)
+    return _cited(pg)
+
+
+@pytest.mark.slow
+def test_tags_collections_and_following_in_a_real_browser(built_library: Library, page: Any, tmp_path: Path) -> None:
+    """Issue 16 in the page: fine-grained tags on the rows of Latest papers and in the paper view, a tag opens its
+    discovered topic's page (momentum, latest papers, a chat scoped to it); an imported collection opens from the
+    Following tab and is asked about; an answer's BibTeX button; "Mark as seen" moves the last visit."""
+    import bibtexparser
+
+    from paperchat.digest import LAST_VISIT_KEY
+    from paperchat.discovery import DiscoverySettings, discover
+
+    cat = built_library.catalog
+    discover(built_library, DiscoverySettings(n_topics=10))
+    labels = {t.slug: t.label for t in cat.discovered()}
+    # a Zotero-like export of four papers of the store (by eprint): the collection 'Reading list'
+    rag = cat.topic_papers("rag")
+    chosen = ["2005.11401", "2004.04906", *[p for p in rag if p not in ("2005.11401", "2004.04906")][:2]]
+    bib = tmp_path / "reading.bib"
+    bib.write_text("".join(f"@misc{{k{i},\n  title = {{x}},\n  eprint = {{{pid}}},\n  archivePrefix = {{arXiv}}\n}}\n\n" for i, pid in enumerate(chosen)))
+    cat.follow("rag")
+    cat.set_meta(LAST_VISIT_KEY, "2000-01-01T00:00:00.000000+00:00")  # every paper of the store is new since then
+    with served_app(built_library) as (url, core):
+        assert core.import_collection(bib, "Reading list").size == 4
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        page.wait_for_selector(".pc-card")
+
+        # -- Latest papers: every row shows its tags (best first), as links ------------------------
+        page.click('.pc-card a[href="#topic/rag"]')
+        page.wait_for_selector(".pc-list .pc-row >> visible=true")
+        rows = page.locator(".pc-list .pc-row >> visible=true")
+        ids = [rows.nth(i).get_attribute("data-paper") for i in range(rows.count())]
+        tags = core.paper_tags(ids)
+        assert ids == rag[: h.PAGE_SIZE] and sum(1 for i in ids if tags.get(i)) >= len(ids) // 2, tags
+        for i, pid in enumerate(ids):
+            shown = rows.nth(i).locator("a.pc-fine").evaluate_all("els => els.map(e => [e.dataset.topic, e.innerText])")
+            assert shown == [[s, label] for s, label in tags.get(pid, [])], (pid, shown)
+        _shot(page, "09-latest-papers-with-tags")
+
+        # -- a tag opens its topic's page: name, momentum, latest papers ---------------------------
+        row = next(i for i, pid in enumerate(ids) if tags.get(pid))
+        slug = tags[ids[row]][0][0]
+        rows.nth(row).locator("a.pc-fine").first.click()
+        page.wait_for_function("(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.innerText === n)", arg=labels[slug])
+        head = h.topic_header(core, slug)
+        assert head["momentum"].sentence() in page.locator(".pc-momentum >> visible=true").first.inner_text()
+        members = cat.tagged_papers(slug)
+        page.wait_for_function("(p) => { const r = [...document.querySelectorAll('.pc-list .pc-row')].filter(e => e.offsetParent !== null); return r.length && r[0].dataset.paper === p; }", arg=members[0])
+        shown_rows = page.locator(".pc-list .pc-row >> visible=true")
+        assert [shown_rows.nth(i).get_attribute("data-paper") for i in range(shown_rows.count())] == members[: h.PAGE_SIZE]
+        assert page.locator(".pc-momentum-box svg rect").count() == len(head["momentum"].weekly)  # (empty weeks: zero-height bars)
+        _shot(page, "10-discovered-topic-page")
+        # ... and its chat searches only its papers; the BibTeX button holds the cited papers
+        cited = _ask_here(page, "Ask about this topic ...", "What methods do these papers propose?")
+        assert cited and set(cited) <= set(members), (cited, members[:5])
+        entries = bibtexparser.parse_string(_bibtex_download(page)).entries
+        assert [e.fields_dict["eprint"].value for e in entries] == cited
+        _shot(page, "11-discovered-topic-answer")
+
+        # -- the paper view shows the tags too, and they open the topic ----------------------------
+        pid = next(i for i in ids if len(tags.get(i, [])) >= 1)
+        page.evaluate(f"location.hash = 'paper/{pid}'")
+        page.wait_for_selector(f'.pc-paper[data-paper="{pid}"]')
+        view_tags = page.locator(".pc-paper a.pc-fine").evaluate_all("els => els.map(e => [e.dataset.topic, e.innerText])")
+        assert view_tags == [[s, label] for s, label in tags[pid]]
+        other = tags[pid][-1][0]
+        page.locator(f'.pc-paper a.pc-fine[data-topic="{other}"]').click()
+        page.wait_for_function("(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.innerText === n)", arg=labels[other])
+        _shot(page, "12-paper-view-tag-opened")
+
+        # -- Following: the collection opens like a topic and is asked about -----------------------
+        page.get_by_role("tab", name="Following & Saved").click()
+        page.wait_for_selector('.pc-collections a[href="#topic/reading-list"]')
+        digest_line = page.locator(".pc-digest").inner_text()
+        assert re.match(r"\d+ new papers? in 1 of 1 followed topic", digest_line) and not digest_line.startswith("0 "), digest_line
+        page.click('.pc-collections a[href="#topic/reading-list"]')
+        page.wait_for_function("() => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.innerText === 'Reading list')")
+        page.wait_for_function("() => [...document.querySelectorAll('.pc-list .pc-row')].filter(e => e.offsetParent !== null).length === 4")
+        inside = core.collection_papers("reading-list")
+        shown_rows = page.locator(".pc-list .pc-row >> visible=true")
+        assert [shown_rows.nth(i).get_attribute("data-paper") for i in range(4)] == inside and set(inside) == set(chosen)
+        cited = _ask_here(page, "Ask about this topic ...", "How many documents are retrieved per query?")
+        assert cited and set(cited) <= set(chosen), cited
+        _shot(page, "13-collection-answer")
+
+        # -- Mark as seen: the last visit moves to now, nothing is new -----------------------------
+        page.get_by_role("tab", name="Following & Saved").click()
+        page.click("#pc-mark-seen")
+        page.wait_for_function("() => document.querySelector('.pc-digest').innerText.startsWith('0 new papers')")
+        moved = cat.get_meta(LAST_VISIT_KEY)
+        assert moved and moved > "2026-01-01" and core.digest(peek=True).total == 0
+        _shot(page, "14-marked-as-seen")
+        assert not dialogs

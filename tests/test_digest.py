@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from paperchat import doctor
 from paperchat.assistant import Assistant
 from paperchat.catalog import DiscoveredTopic
 from paperchat.cli import main
@@ -81,6 +82,51 @@ def test_the_following_tab_shows_the_digest_without_moving_the_last_visit(assist
     html = h.lists_html(assistant)  # type: ignore[arg-type]
     assert "New since your last visit" in html and "Indi-RomCoM" in html and 'href="#topic/multilingual-mt"' in html
     assert assistant.digest(peek=True).total == 1  # the tab only peeked
+
+
+def test_mark_as_seen_moves_the_last_visit_like_the_command(assistant: Assistant) -> None:
+    """The Following tab's "Mark as seen": the new papers leave the tab, the last visit moves to the moment it was
+    pressed (what `paperchat digest` does), and a paper ingested afterwards is new again."""
+    from paperchat.digest import LAST_VISIT_KEY
+    from paperchat.ui import handlers as h
+
+    assistant.digest()
+    assistant.ingest_arxiv(file=FIX / "page1.xml")
+    before = assistant.library.catalog.get_meta(LAST_VISIT_KEY)
+    html = h.lists_html(assistant)  # type: ignore[arg-type]
+    assert f'data-paper="{PAGE1_MT}"' in html and "1 new paper in 1 of 2 followed topics" in html
+    assert h.lists_html(assistant) == html  # type: ignore[arg-type]  # showing the tab peeks
+    after = h.mark_seen(assistant)  # type: ignore[arg-type]
+    moved = assistant.library.catalog.get_meta(LAST_VISIT_KEY)
+    assert before and moved and moved > before
+    assert f'data-paper="{PAGE1_MT}"' not in after and "0 new papers in 0 of 2 followed topics" in after
+    d = assistant.digest(peek=True)
+    assert d.total == 0 and d.since.isoformat() == moved and d.basis == "last visit"
+    assistant.ingest_record_files([FIX / "seed.jsonl"], show_progress=False)  # known papers: still nothing new
+    assert "0 new papers" in h.lists_html(assistant)  # type: ignore[arg-type]
+
+
+def test_a_lost_catalogue_gives_back_the_digest_from_the_mirror(assistant: Assistant) -> None:
+    """The last visit and the ingest times since it are mirrored (ingest times when the catalogue closes, or
+    30 s later): a catalogue lost and made again lists the same new papers since the same last visit."""
+    from paperchat.catalog_feed import LAST_VISIT_KEY
+
+    assistant.digest()
+    assistant.ingest_arxiv(file=FIX / "page1.xml")
+    want = (new_ids(assistant.digest(peek=True)), assistant.library.catalog.get_meta(LAST_VISIT_KEY))
+    settings = assistant.settings
+    assistant.close()
+    mirror = json.loads((settings.data_dir / "user_lists.json").read_text())
+    assert mirror["last_visit"] == want[1] and len(mirror["arrivals"]) == 4
+    for name in ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"):
+        (settings.data_dir / name).unlink(missing_ok=True)
+    report = doctor.repair(settings)  # a new catalogue took the mirror back on open; rows refilled from the store
+    assert "refilled 7 paper rows" in " | ".join(report.actions), report.actions
+    again = Assistant(settings)
+    again.ingest_record_files([FIX / "seed.jsonl"], show_progress=False)  # as the report asks: authors back,
+    again.ingest_arxiv(file=FIX / "page1.xml")  # and the rebuilt rows do not turn new
+    assert (new_ids(again.digest(peek=True)), again.library.catalog.get_meta(LAST_VISIT_KEY)) == want
+    again.close()
 
 
 def test_digest_and_follow_commands(assistant: Assistant, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

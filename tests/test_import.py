@@ -5,6 +5,7 @@ the rest and broken entries are reported (by line); the collection is asked abou
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,4 +136,26 @@ def test_the_following_tab_lists_collections(assistant: Assistant) -> None:
     assert "<h3>Collections</h3>" not in h.lists_html(assistant)  # type: ignore[arg-type]
     assistant.import_collection(BIB, "My <Thesis>")
     html = h.lists_html(assistant)  # type: ignore[arg-type]
-    assert "My &lt;Thesis&gt;: 4 papers (imported from zotero.bib)" in html and "--collection my-thesis" in html
+    assert '<a class="pc-tag" href="#topic/my-thesis">My &lt;Thesis&gt;</a> 4 papers (imported from zotero.bib)' in html
+
+
+def test_a_collection_has_a_page_and_a_chat_in_the_app(assistant: Assistant) -> None:
+    """The app's Topic tab serves a collection as it does a topic: page, papers, Follow and a scoped chat."""
+    from paperchat.ui import handlers as h
+
+    assistant.import_collection(BIB, "thesis")
+    inside = assistant.collection_papers("thesis")
+    head = h.topic_header(assistant, "thesis")  # type: ignore[arg-type]
+    assert head["total"] == 4 and "<h2>thesis</h2>" in head["html"] and "imported from zotero.bib" in head["html"]
+    assert head["momentum"].recent + head["momentum"].previous <= 4
+    html, total, pages = h.topic_papers(assistant, "thesis")  # type: ignore[arg-type]
+    assert (total, pages) == (4, 1) and [i for i in inside if f'data-paper="{i}"' in html] == inside
+    assert "2606.23694" not in html  # the seed paper outside the collection
+    assert h.toggle_follow(assistant, "thesis") and 'href="#topic/thesis"' in h.lists_html(assistant).split("<h3>New")[0]  # type: ignore[arg-type]
+    # "Ask about this topic" on the collection's page: a hard filter on its papers
+    question = "graph neural networks modularity"
+    assert "2606.23694" in {s.paper_id for s in assistant.ask(question, Scope()).sources}
+    assert h.make_scope(assistant, "topic", "thesis") == Scope.for_collection("thesis")  # type: ignore[arg-type]
+    *_, (msgs, sources) = h.chat_stream(assistant, question, "topic", "thesis", [])  # type: ignore[arg-type]
+    linked = set(re.findall(r'href="#paper/([^"/]+)', sources))
+    assert msgs[-1]["role"] == "assistant" and linked and linked <= set(inside), (linked, inside)

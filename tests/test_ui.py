@@ -93,6 +93,43 @@ def test_chat_stream_and_errors_in_words(core: h.Core) -> None:
     assert cited and set(core.library.catalog.get_many(cited)) == cited and cited & topic
 
 
+def test_tags_in_rows_and_paper_view_open_the_discovered_topic(core: h.Core) -> None:
+    """Part 3: every row of "Latest papers" and the paper view show the paper's fine-grained tags as links to
+    the discovered topic's page, which has momentum, its tagged papers and a chat scoped to them."""
+    import re
+
+    from paperchat.discovery import DiscoverySettings, discover
+    from paperchat.types import Scope
+
+    cat = core.library.catalog
+    discover(core.library, DiscoverySettings(n_topics=8))
+    html, _, _ = h.topic_papers(core, "rag")
+    rows = re.findall(r'<div class="pc-row" data-paper="([^"]+)".*?</div>\n</div>', html, re.S)
+    tags = core.paper_tags(rows)
+    assert len(rows) == h.PAGE_SIZE and any(tags.get(r) for r in rows), tags  # (hashing vectors: few pass the tag threshold)
+    labels = {t.slug: t.label for t in cat.discovered()}
+    for row in rows:  # each row shows exactly its tags, best first
+        block = html.split(f'data-paper="{row}"', 1)[1].split('<div class="pc-row"', 1)[0]
+        shown = re.findall(r'<a class="pc-tag pc-fine" href="#topic/([^"]+)" data-topic="[^"]+">([^<]+)</a>', block)
+        assert shown == [(s, labels[s].replace("&", "&amp;")) for s, _ in cat.tags_of([row]).get(row, [])], (row, shown)
+    pid = next(r for r in rows if tags.get(r))
+    view = h.paper_view(core, pid)
+    assert all(f'href="#topic/{s}" data-topic="{s}"' in view for s, _ in tags[pid])
+    # the tag's page
+    slug = tags[pid][0][0]
+    members = cat.tagged_papers(slug)
+    head = h.topic_header(core, slug)
+    assert head["total"] == len(members) and f"<h2>{labels[slug]}</h2>".replace("&", "&amp;") in head["html"]
+    dates = [p.date for p in cat.get_many(members).values() if p.date]
+    assert head["momentum"] == momentum(dates, core.library.weekly_counts())
+    listing, total, _ = h.topic_papers(core, slug)
+    assert total == len(members) and f'data-paper="{members[0]}"' in listing
+    assert h.make_scope(core, "topic", slug) == Scope.for_discovered(slug)
+    *_, (msgs, sources) = h.chat_stream(core, "Which methods do these papers propose?", "topic", slug, [])
+    linked = set(re.findall(r'href="#paper/([^"/]+)', sources))
+    assert linked and linked <= set(members), msgs[-1]["content"]
+
+
 def test_upload_by_hash_and_type_check(core: h.Core, tmp_path: Path) -> None:
     pid, msg = h.upload_pdf(core, str(write_paper(tmp_path / "again.pdf")))
     assert pid == PAPER_ID and msg == f"Already in the library: {PAPER_TITLE}"  # same bytes: instant

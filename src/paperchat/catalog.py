@@ -3,29 +3,28 @@
 Chroma holds the chunks and vectors; this holds what pages and lists need without touching vectors.
 Every write is one transaction, so a killed process leaves either the old or the new row.
 
-Follows and saves are also mirrored to `user_lists.json` beside the database (rewritten atomically on each
-change), so a damaged or recreated catalogue does not take them with it: a new, empty catalogue restores
-them from the mirror. A damaged database file raises StoreError naming `paperchat doctor --repair`.
+What the user made is also mirrored to `user_lists.json` beside the database (rewritten atomically on each
+change): follows, saves, collections with their papers, the last visit and the ingest times of the papers
+that arrived since it. A damaged or recreated catalogue does not take them with it: a new, empty catalogue
+restores them from the mirror. A damaged database file raises StoreError naming `paperchat doctor --repair`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
-from paperchat.catalog_feed import FEED_SCHEMA, FeedTables
+from paperchat.catalog_feed import FEED_SCHEMA, LAST_VISIT_KEY
+from paperchat.catalog_lists import USER_LISTS, UserLists
 from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
 from paperchat.errors import StoreError
 from paperchat.types import Paper
 
 __all__ = ["Catalog", "DiscoveredTopic", "damaged"]
-USER_LISTS = "user_lists.json"
 REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
 
 
@@ -75,7 +74,7 @@ def _paper_columns(paper: Paper) -> tuple[object, ...]:
     )
 
 
-class Catalog(DiscoveryTables, FeedTables):
+class Catalog(DiscoveryTables, UserLists):
     """Paper metadata and user lists in one SQLite file (WAL mode, safe across threads)."""
 
     def __init__(self, path: Path) -> None:
@@ -99,11 +98,18 @@ class Catalog(DiscoveryTables, FeedTables):
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise
             raise damaged(path, exc) from exc
+        self.restored: dict[str, int] = {}  # what restore_user_lists added, by kind
         if self.was_empty:
             self.restore_user_lists()
+        elif self.mirror.exists() and "collections" not in (self._mirror_json() or {}) and self.collections():
+            self._write_mirror()  # a mirror written before collections were mirrored: add them now
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Write the ingest times that wait for the mirror, and close the database connection."""
+        try:
+            self.flush_mirror()
+        except (OSError, sqlite3.DatabaseError):  # a damaged catalogue still closes
+            pass
         self._conn.close()
 
     def integrity(self) -> str:
@@ -148,6 +154,7 @@ class Catalog(DiscoveryTables, FeedTables):
     def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]], arrived: bool = True) -> None:
         """Insert or update papers with their abstract hash and topics, keeping PDF fields; `arrived`: record
         now as the ingest time of papers that have none (False when rows are rebuilt, not ingested)."""
+        arrivals = 0
         with self._lock, self._conn:
             for paper, abstract_hash, topics in rows:
                 self._conn.execute(
@@ -161,7 +168,9 @@ class Catalog(DiscoveryTables, FeedTables):
                 )
                 self._set_topics(paper.id, topics)
                 if arrived:
-                    self._mark_added([paper.id])
+                    arrivals += self._mark_added([paper.id])
+        if arrivals:
+            self._arrivals_changed()  # ingest times since the last visit are mirrored too (for the digest)
 
     @_guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
@@ -176,7 +185,9 @@ class Catalog(DiscoveryTables, FeedTables):
                 (*_paper_columns(paper), pdf_path, pdf_sha256, pdf_hash),
             )
             self._set_topics(paper.id, topics)
-            self._mark_added([paper.id])
+            arrived = self._mark_added([paper.id])
+        if arrived:
+            self._arrivals_changed()
 
     def _set_topics(self, paper_id: str, topics: list[str]) -> None:
         self._conn.execute("DELETE FROM paper_topics WHERE paper_id=?", (paper_id,))
@@ -330,75 +341,5 @@ class Catalog(DiscoveryTables, FeedTables):
         """Store a meta key's value, replacing any old one."""
         with self._lock, self._conn:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
-    def _toggle(self, table: str, col: str, key: str, on: bool) -> None:
-        with self._lock:
-            with self._conn:
-                if on:
-                    self._conn.execute(
-                        f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, dt.datetime.now().isoformat())
-                    )
-                else:
-                    self._conn.execute(f"DELETE FROM {table} WHERE {col}=?", (key,))
+        if key == LAST_VISIT_KEY:  # the last visit is the user's: mirrored (and the arrivals before it dropped there)
             self._write_mirror()
-
-    def user_lists(self) -> dict[str, list[list[str]]]:
-        """Follows and saves as {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]}."""
-        with self._lock:
-            return {
-                "follows": [list(r) for r in self._conn.execute("SELECT topic, since FROM follows ORDER BY since")],
-                "saves": [list(r) for r in self._conn.execute("SELECT paper_id, since FROM saves ORDER BY since")],
-            }
-
-    def _write_mirror(self) -> None:
-        """Rewrite user_lists.json atomically (a temporary file renamed over it)."""
-        tmp = self.mirror.with_name(f"{USER_LISTS}.tmp-{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(json.dumps(self.user_lists(), indent=1))
-        os.replace(tmp, self.mirror)
-
-    def read_mirror(self) -> dict[str, list[list[str]]] | None:
-        """The mirrored follows and saves, or None when there is no readable mirror."""
-        try:
-            data: Any = json.loads(self.mirror.read_text())
-            return {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves")}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return None
-
-    def restore_user_lists(self) -> int:
-        """Add the mirrored follows and saves that the catalogue lacks; returns how many were added."""
-        data = self.read_mirror()
-        if not data:
-            return 0
-        added = 0
-        try:
-            with self._lock, self._conn:
-                for table, col in (("follows", "topic"), ("saves", "paper_id")):
-                    for key, since in data[table]:
-                        added += self._conn.execute(
-                            f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, since)
-                        ).rowcount
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from exc
-        return added
-
-    @_guarded
-    def follow(self, topic: str, on: bool = True) -> None:
-        """Follow a topic (or unfollow it when on is False)."""
-        self._toggle("follows", "topic", topic, on)
-
-    @_guarded
-    def save(self, paper_id: str, on: bool = True) -> None:
-        """Save a paper (or unsave it when on is False)."""
-        self._toggle("saves", "paper_id", paper_id, on)
-
-    @_guarded
-    def followed(self) -> list[str]:
-        """Followed topics, oldest follow first."""
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
-
-    @_guarded
-    def saved(self) -> list[str]:
-        """Saved paper ids, most recently saved first."""
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]

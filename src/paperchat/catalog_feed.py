@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from paperchat.catalog_topics import _guarded
 
@@ -32,6 +33,10 @@ CREATE TABLE IF NOT EXISTS collection_papers (
 );
 CREATE INDEX IF NOT EXISTS collection_papers_paper ON collection_papers(paper_id);
 """
+
+
+LAST_VISIT_KEY = "last_visit"  # the meta key of the last visit (`paperchat digest` moves it)
+LONG_AGO = "1970-01-01T00:00:00.000000+00:00"  # the ingest time of a paper whose real one was lost
 
 
 def utc_now() -> dt.datetime:
@@ -62,10 +67,52 @@ class FeedTables:
     _conn: sqlite3.Connection
     _lock: threading.RLock
 
-    def _mark_added(self, ids: Iterable[str]) -> None:
-        """Record now as the ingest time of papers that have none (inside the caller's transaction)."""
+    def _write_mirror(self) -> None:
+        """Rewrite the mirror of what the user made (Catalog does it: user_lists.json)."""
+        raise NotImplementedError
+
+    def _mark_added(self, ids: Iterable[str]) -> int:
+        """Record now as the ingest time of papers that have none (inside the caller's transaction); returns how
+        many were new (the caller rewrites the mirror after its commit when any was)."""
         now = stamp(utc_now())
-        self._conn.executemany("INSERT OR IGNORE INTO paper_added (paper_id, at) VALUES (?, ?)", [(i, now) for i in ids])
+        cur = self._conn.executemany("INSERT OR IGNORE INTO paper_added (paper_id, at) VALUES (?, ?)", [(i, now) for i in ids])
+        return max(cur.rowcount, 0)
+
+    def feed_lists(self) -> dict[str, Any]:
+        """What the mirror keeps of the feed tables: every collection with its papers, the last visit, and the
+        ingest times of the papers that arrived since it (what a digest can still list; all of them before the
+        first visit)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT slug, name, source, created FROM collections ORDER BY slug").fetchall()
+            members: dict[str, list[str]] = {}
+            for slug, pid in self._conn.execute("SELECT collection, paper_id FROM collection_papers ORDER BY collection, paper_id"):
+                members.setdefault(slug, []).append(pid)
+            visit = self._conn.execute("SELECT value FROM meta WHERE key=?", (LAST_VISIT_KEY,)).fetchone()
+            since = str(visit[0]) if visit else ""
+            arrivals = self._conn.execute("SELECT paper_id, at FROM paper_added WHERE at >= ? ORDER BY at, paper_id", (since,)).fetchall()
+        return {
+            "collections": [[s, n, src, c, members.get(s, [])] for s, n, src, c in rows],
+            "last_visit": since,
+            "arrivals": [[str(p), str(a)] for p, a in arrivals],
+        }
+
+    def _restore_feed(self, data: dict[str, Any]) -> dict[str, int]:
+        """Add the mirrored collections, last visit and ingest times that the catalogue lacks (inside the
+        caller's transaction); returns what was added, by kind."""
+        added = {"collections": 0, "collection papers": 0, "last visit": 0, "ingest times": 0}
+        for slug, name, source, created, ids in data.get("collections", []):
+            added["collections"] += self._conn.execute(
+                "INSERT OR IGNORE INTO collections (slug, name, source, created) VALUES (?, ?, ?, ?)", (slug, name, source, created)
+            ).rowcount
+            cur = self._conn.executemany("INSERT OR IGNORE INTO collection_papers (collection, paper_id) VALUES (?, ?)", [(slug, i) for i in ids])
+            added["collection papers"] += max(cur.rowcount, 0)
+        if data.get("last_visit"):
+            added["last visit"] = self._conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (LAST_VISIT_KEY, data["last_visit"])
+            ).rowcount
+        cur = self._conn.executemany("INSERT OR IGNORE INTO paper_added (paper_id, at) VALUES (?, ?)", data.get("arrivals", []))
+        added["ingest times"] = max(cur.rowcount, 0)
+        return added
 
     @_guarded
     def delete_meta(self, key: str) -> None:
@@ -85,6 +132,13 @@ class FeedTables:
         return {str(pid): dt.datetime.fromisoformat(at) for pid, at in rows}
 
     @_guarded
+    def mark_old(self, ids: Iterable[str]) -> None:
+        """Give these papers an ingest time before any visit (rows rebuilt by a repair whose time was lost): they
+        are not arrivals, and ingesting their source again does not make them new."""
+        with self._lock, self._conn:
+            self._conn.executemany("INSERT OR REPLACE INTO paper_added (paper_id, at) VALUES (?, ?)", [(i, LONG_AGO) for i in ids])
+
+    @_guarded
     def save_collection(self, slug: str, name: str, source: str, ids: Iterable[str]) -> int:
         """Create a collection or add papers to it; returns its size."""
         with self._lock, self._conn:
@@ -96,7 +150,9 @@ class FeedTables:
             self._conn.executemany(
                 "INSERT OR IGNORE INTO collection_papers (collection, paper_id) VALUES (?, ?)", [(slug, i) for i in ids]
             )
-            return int(self._conn.execute("SELECT COUNT(*) FROM collection_papers WHERE collection=?", (slug,)).fetchone()[0])
+            size = int(self._conn.execute("SELECT COUNT(*) FROM collection_papers WHERE collection=?", (slug,)).fetchone()[0])
+        self._write_mirror()  # a damaged catalogue must not take the collection with it
+        return size
 
     @_guarded
     def collections(self) -> list[Collection]:

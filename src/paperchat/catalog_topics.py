@@ -165,6 +165,12 @@ class DiscoveryTables:
             return [r[0] for r in self._conn.execute(q + " ORDER BY p.date DESC, p.id DESC", (slug,))]
 
     @_guarded
+    def tag_counts(self) -> dict[str, int]:
+        """Number of papers tagged with each discovered topic."""
+        with self._lock:
+            return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_tags GROUP BY topic").fetchall())
+
+    @_guarded
     def primary_members(self) -> dict[str, set[str]]:
         """Discovered topic -> the papers whose best tag it is (to match an old run's topics to a new one's)."""
         out: dict[str, set[str]] = {}

@@ -13,12 +13,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from paperchat.catalog_feed import LAST_VISIT_KEY  # one key, mirrored by the catalogue
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
     from paperchat.library import Library
 
-LAST_VISIT_KEY = "last_visit"
+__all__ = ["LAST_VISIT_KEY", "Digest", "DigestTopic", "digest", "parse_visit"]
 FIRST_VISIT_DAYS = 7
 
 

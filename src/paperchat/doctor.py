@@ -9,7 +9,9 @@ fills it again from what survives:
   re-ingesting the stored copy of the PDF (or the paper is listed as needing its PDF again);
 - a lost or damaged catalogue: paper rows rebuilt from the abstract chunks in the store (title and abstract;
   authors and categories come back when the sources are ingested again), PDF rows from the stored PDF
-  copies, follows and saves from `user_lists.json`;
+  copies, and what the user made from `user_lists.json`: follows, saves, collections with their papers, the
+  last visit and the ingest times of the papers that arrived since it (discovered topics and tags are
+  derived: `paperchat topics discover` makes them again);
 - chunks of papers the (healthy) catalogue does not list: dropped;
 - the lexical index: always rebuilt from the store;
 - topic membership out of date with the topics file: synced (metadata only).
@@ -147,6 +149,9 @@ def check(settings: Settings, embedder: Embedder | None = None) -> Health:
             lost = sum(len({k for k, _ in mirror[t]} - {k for k, _ in have[t]}) for t in ("follows", "saves"))
             if lost:
                 health.problems.append(f"{lost} follows or saves are in user_lists.json but not in the catalogue")
+            gone = {c[0] for c in mirror["collections"]} - {c[0] for c in have["collections"]}
+            if gone:
+                health.problems.append(f"{len(gone)} collections are in user_lists.json but not in the catalogue: {', '.join(sorted(gone)[:5])}")
         health.summary = f"{papers} papers in the catalogue, {len(inv.ids)} chunks in the vector store"
     if catalog is not None:
         catalog.close()
@@ -190,6 +195,13 @@ def _open_catalog(settings: Settings, report: RepairReport) -> tuple[Catalog, bo
     kept = catalog.user_lists()
     if kept["follows"] or kept["saves"]:
         report.actions.append(f"restored {len(kept['follows'])} follows and {len(kept['saves'])} saves from user_lists.json")
+    got = catalog.restored
+    if got.get("collections") or got.get("last visit") or got.get("ingest times"):
+        report.actions.append(
+            f"restored {got['collections']} collections ({got['collection papers']} memberships), "
+            f"{'the last visit' if got['last visit'] else 'no last visit'} and {got['ingest times']} ingest times from user_lists.json"
+        )
+    report.todo.append("run `paperchat topics discover` again if you used discovered topics (tags are not kept in user_lists.json)")
     return catalog, True
 
 
@@ -264,6 +276,7 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
     report.todo.append("ingest your abstract files again to restore authors and categories (nothing is re-embedded)")
     copies = sorted(lib.settings.uploads_dir.glob("*.pdf")) if lib.settings.uploads_dir.is_dir() else []
     matched = 0
+    arrived = {pid for pid, _ in lib.catalog.feed_lists()["arrivals"]}  # the ingest times restored from the mirror
     for copy in copies:  # the app's copies of ingested PDFs give back their paper rows (nothing re-embedded)
         from paperchat.ingestion.pipeline import Ingester
 
@@ -274,6 +287,9 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
                 matched += 1
             else:  # a copy of no paper the store held (its id was not found in it): leave it out
                 ing.remove_paper(pid)
+    # rebuilt rows are not arrivals: only the ingest times the mirror gave back stay, the rest count as old (so
+    # that ingesting the abstract files again, as the report asks, does not make them all new in the digest)
+    lib.catalog.mark_old(set(lib.catalog.stored_hashes()) - arrived)
     if matched:
         report.actions.append(f"re-read {matched} stored PDF copies into paper rows")
     pdf_only = sorted(set(inv.pdf_chunks) - set(inv.abstracts) - set(lib.catalog.stored_hashes()))
@@ -290,7 +306,7 @@ def _reembed_abstracts(lib: Library, paper_ids: list[str], report: RepairReport)
         chunks = [c for _, c in part]
         vectors = lib.embedder.embed([c.text for c in chunks], lib.settings.batch_size)
         lib.store.upsert([StoredChunk.of(c, p.date, p.topics) for p, c in part], vectors)
-        lib.catalog.upsert_papers((p, c.id, p.topics) for p, c in part)
+        lib.catalog.upsert_papers(((p, c.id, p.topics) for p, c in part), arrived=False)  # re-embedded, not new
     report.actions.append(f"re-embedded {len(todo)} abstract chunks from the catalogue")
 
 

@@ -130,6 +130,8 @@ class QA:
             self.lib.topics.get(scope.topic or "")
         if scope.kind == "collection" and scope.topic not in {c.slug for c in self.lib.catalog.collections()}:
             raise NotFound(f"no collection {scope.topic!r}", "list them with `paperchat import --list`")
+        if scope.kind == "discovered" and scope.topic not in {t.slug for t in self.lib.catalog.discovered()}:
+            raise NotFound(f"no discovered topic {scope.topic!r}", "list them with `paperchat topics --trending`")
 
     def rewrite(self, question: str, history: Sequence[str], answerer: Answerer) -> str:
         """The follow-up question made standalone from the history (by the LLM when it can)."""

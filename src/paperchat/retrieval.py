@@ -382,7 +382,9 @@ class Retriever:
         lex = self.lib.ready_lexical()
         qv = self.lib.embedder.embed_query(query)
         t1 = time.perf_counter()
-        in_collection = set(self.lib.catalog.collection_papers(scope.topic or "")) if scope.kind == "collection" else None
+        # collections and discovered topics are hard filters on their papers (imported, or tagged)
+        listed = {"collection": self.lib.catalog.collection_papers, "discovered": self.lib.catalog.tagged_papers}.get(scope.kind)
+        in_collection = set(listed(scope.topic or "")) if listed else None
         mask = lex.scope_mask(
             topic=scope.topic if scope.kind == "topic" else None,
             paper_id=scope.paper_id if scope.kind == "paper" else None,

@@ -86,12 +86,12 @@ class Hit(BaseModel):
     rank: int = 0
 
 
-ScopeKind = Literal["topic", "paper", "all", "collection"]
+ScopeKind = Literal["topic", "paper", "all", "collection", "discovered"]
 
 
 class Scope(BaseModel):
-    """What a question searches: one topic's papers, one paper, a personal collection (its slug in `topic`), or
-    everything; optional date window."""
+    """What a question searches: one topic's papers, one paper, a personal collection or a discovered topic (its
+    slug in `topic`; both hard filters on their papers), or everything; optional date window."""
 
     kind: ScopeKind = "all"
     topic: str | None = None
@@ -110,13 +110,19 @@ class Scope(BaseModel):
         return cls(kind="collection", topic=slug, since=since, until=until)
 
     @classmethod
+    def for_discovered(cls, slug: str, since: dt.date | None = None, until: dt.date | None = None) -> Scope:
+        """Scope of a discovered topic: the papers tagged with it, optionally within a date window."""
+        return cls(kind="discovered", topic=slug, since=since, until=until)
+
+    @classmethod
     def for_paper(cls, paper_id: str) -> Scope:
         """Scope of a single paper."""
         return cls(kind="paper", paper_id=paper_id)
 
     def describe(self) -> str:
         """Human-readable description of the scope."""
-        base = {"topic": f"topic {self.topic}", "paper": f"paper {self.paper_id}", "all": "all papers", "collection": f"collection {self.topic}"}[self.kind]
+        base = {"topic": f"topic {self.topic}", "paper": f"paper {self.paper_id}", "all": "all papers", "collection": f"collection {self.topic}",
+                "discovered": f"discovered topic {self.topic}"}[self.kind]
         if self.since or self.until:
             base += f" ({self.since or '...'} to {self.until or 'now'})"
         return base

@@ -12,8 +12,9 @@ from paperchat.assistant.discovery import DiscoveryOps
 from paperchat.assistant.feed import FeedOps
 from paperchat.assistant.ingest import IngestOps
 from paperchat.assistant.reading import ReadingOps
-from paperchat.assistant.records import PaperList, PdfResult, RelatedTopic, TopicPage, TopicSummary
+from paperchat.assistant.records import PdfResult, TopicSummary
 from paperchat.assistant.standalone import check_question, llm_model, pdf_folder
+from paperchat.assistant.topic_pages import TopicPageOps
 from paperchat.dates import plausible
 from paperchat.errors import NotFound, PaperchatError
 from paperchat.settings import RetrievalSettings, Settings
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from paperchat.qa import QA
 
 
-class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps):
+class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
     """An open library and what can be done with it. Build once per process; safe to share between threads
     as the library and QA are.
 
@@ -132,10 +133,6 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps):
 
     # -- topics ------------------------------------------------------------------------------------
 
-    def topic_names(self) -> dict[str, str]:
-        """Slug -> name of every topic, in the topics file's order."""
-        return {t.slug: t.name for t in self.library.topics.topics}
-
     def topic_summaries(self, query: str = "", chunks: bool = False) -> list[TopicSummary]:
         """Every topic (whose name or slug contains `query`) with paper counts, momentum and follow state;
         `chunks` also counts each topic's chunks in the store (one store query per topic)."""
@@ -151,39 +148,6 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps):
             n_chunks = len(lib.store.ids_in_topic(t.slug)) if chunks else 0
             out.append(TopicSummary(t.slug, t.name, counts.get(t.slug, 0), n_chunks, t.slug in followed, m))
         return out
-
-    def topic_page(self, slug: str, now: dt.date | None = None) -> TopicPage:
-        """Name, description, momentum (as of `now`, else the newest date) and up to five related topics,
-        ranked by the Jaccard overlap of their papers with this one's.
-
-        Raises:
-            NotFound: no such topic.
-        """
-        lib = self.library
-        t = lib.topics.get(slug)
-        m = momentum(lib.catalog.topic_dates(slug), lib.weekly_counts(), now=now)
-        shared = lib.catalog.shared_papers(slug)
-        counts = lib.catalog.topic_counts()
-        mine = counts.get(slug, 0)
-        ranked = sorted(((n / max(1, mine + counts.get(o, 0) - n), o) for o, n in shared.items() if n), reverse=True)[:5]
-        names = self.topic_names()
-        related = [RelatedTopic(o, names[o], shared[o]) for _, o in ranked if o in names]
-        return TopicPage(slug, t.name, t.description, m, related, slug in lib.catalog.followed(), mine)
-
-    def topic_papers(self, slug: str, page: int = 1, filter_text: str = "", page_size: int = 20) -> PaperList:
-        """One page of a topic's papers, newest first, filtered by words of the title or authors."""
-        cat = self.library.catalog
-        ids = cat.topic_papers(slug)
-        if filter_text.strip():
-            f = filter_text.lower().strip()
-            every = cat.get_many(ids)
-            ids = [i for i in ids if f in (every[i].title + " " + " ".join(every[i].authors)).lower()]
-        total = len(ids)
-        pages = max(1, (total + page_size - 1) // page_size)
-        page = min(max(1, int(page or 1)), pages)
-        shown = ids[(page - 1) * page_size : page * page_size]
-        got = cat.get_many(shown)
-        return PaperList([got[i] for i in shown if i in got], total, page, pages)
 
     def newest_date(self) -> dt.date:
         """The newest plausible paper date in the library (today when it is empty): 'now' for `--weeks`."""
@@ -210,8 +174,8 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps):
         return pdf_folder(self.settings)
 
     def followed(self) -> list[str]:
-        """Slugs of the followed topics that still exist."""
-        names = self.topic_names()
+        """Slugs of the followed topics (of any kind) that still exist."""
+        names = self.all_topic_names()
         return [s for s in self.library.catalog.followed() if s in names]
 
     def saved(self) -> list[Paper]:

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from paperchat.errors import NotFound
 from paperchat.settings import Settings
 from paperchat.topics import Momentum, momentum
-from paperchat.types import Paper
+from paperchat.types import Answer, Paper
 
 if TYPE_CHECKING:
     from paperchat.discovery import DiscoveryReport
@@ -58,20 +57,9 @@ class DiscoveryOps:
             NotFound: no topic has this slug.
         """
         lib = self.library
-        found = {t.slug: t for t in lib.catalog.discovered()}
-        if slug in lib.topics.by_slug:
-            name, ids, how, extra = lib.topics.by_slug[slug].name, lib.catalog.topic_papers(slug), "by its keyword rules", ""
-        elif slug in found:
-            t = found[slug]
-            name, ids, how = t.label, lib.catalog.tagged_papers(t.slug), "by tags (papers whose 2-4 closest topics include it)"
-            extra = f"\nunder: {t.parent or '-'} ({t.parent_share:.0%} of its papers)\nphrases: {'; '.join(t.terms)}"
-        elif slug in (cols := {c.slug: c for c in lib.catalog.collections()}):
-            c = cols[slug]
-            name, ids, how, extra = c.name, lib.catalog.collection_papers(slug), "as a personal collection", f"\nimported from: {c.source}"
-        else:
-            raise NotFound(f"no topic {slug!r}", "list them with `paperchat topics --trending` or run `paperchat topics discover`")
-        dates = [p.date for p in lib.catalog.get_many(ids).values() if p.date]
-        return TopicDetail(slug, name, ids, how, extra, momentum(dates, lib.weekly_counts(), weeks=weeks))
+        t = self.resolve_topic(slug)  # type: ignore[attr-defined]  # TopicPageOps, beside it in Assistant
+        dates = [p.date for p in lib.catalog.get_many(t.paper_ids).values() if p.date]
+        return TopicDetail(slug, t.name, t.paper_ids, t.how, t.extra, momentum(dates, lib.weekly_counts(), weeks=weeks))
 
     def papers(self, ids: Sequence[str]) -> dict[str, Paper]:
         """The papers with these ids that are in the library."""
@@ -108,4 +96,14 @@ class DiscoveryOps:
         from paperchat.bibtex import select, to_bibtex
 
         papers = select(self.library, saved=saved, topic=topic, ids=list(ids) if ids else None, since=since, until=until)
+        return to_bibtex(papers), len(papers)
+
+    def answer_bibtex(self, answer: Answer) -> tuple[str, int]:
+        """(BibTeX of the papers an answer cites, in the order first cited, number of entries); papers removed
+        since the answer are left out."""
+        from paperchat.bibtex import to_bibtex
+
+        ids = list(dict.fromkeys(c.paper_id for c in answer.citations))
+        got = self.library.catalog.get_many(ids)
+        papers = [got[i] for i in ids if i in got]
         return to_bibtex(papers), len(papers)

@@ -41,6 +41,7 @@ class TopicPage:
     related: list[RelatedTopic]
     following: bool
     total: int
+    kind: str = "rules"  # 'rules', 'discovered' or 'collection'
 
 
 @dataclass(frozen=True)

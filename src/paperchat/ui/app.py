@@ -12,12 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paperchat.assistant import ZOOMS, Assistant, pdf_folder
+from paperchat.assistant import ZOOMS, Assistant
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.types import Scope
 from paperchat.ui import handlers as h
 from paperchat.ui.assets import CSS, JS
 from paperchat.ui.render import md_text
+from paperchat.ui.serving import allowed_paths, exposure_auth, launch_options, serve
+
+__all__ = ["allowed_paths", "build_app", "exposure_auth", "launch_options", "serve", "show_page"]
 
 EVAL_RESULTS = PROJECT_ROOT / "eval" / "results"
 
@@ -75,6 +78,11 @@ def show_page(core: Assistant, pid: str, page: float | None, zoom: float | None,
     return html, shown, gr.update(visible=has_pdf), cite
 
 
+def _topic_choices(core: Assistant) -> list[tuple[str, str]]:
+    """(name, slug) of every topic a page can show (see `Assistant.all_topic_names`)."""
+    return [(n, s) for s, n in core.all_topic_names().items()]
+
+
 def _topics_tab(core: Assistant) -> tuple[Any, Any]:
     """All topics: a search box and the topic cards. Returns (search box, cards)."""
     import gradio as gr
@@ -104,8 +112,9 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
     """One topic: momentum and related topics, its latest papers (paged, filtered) and its chat."""
     import gradio as gr
 
-    names = core.topic_names()
-    pick = gr.Dropdown(choices=[(n, s) for s, n in names.items()], value=first, label="Topic")
+    # every kind of topic: hand-written, the collections, the discovered ones (custom values: a collection
+    # imported or a discovery run while the app runs is reached by its link before the choices are refreshed)
+    pick = gr.Dropdown(choices=_topic_choices(core), value=first, label="Topic", allow_custom_value=True)
     with gr.Row():
         follow_btn = gr.Button("Follow", variant="secondary", scale=0)
         now_box = gr.Textbox(label="Now (YYYY-MM-DD; empty = newest date in the corpus)", scale=1)
@@ -227,6 +236,17 @@ def _upload_tab(core: Assistant, settings: Settings, shell: _Shell, paper: _Pape
     up.upload(on_upload, [up, paper.zoom], outputs, api_visibility="private", concurrency_limit=1)
 
 
+def _lists_tab(core: Assistant) -> Any:
+    """Following (what is new since the last visit, "Mark as seen"), the collections and the saved papers."""
+    import gradio as gr
+
+    seen = gr.Button("Mark as seen", elem_id="pc-mark-seen", scale=0)
+    lists = gr.HTML(h.lists_html(core))
+    # moves the last visit to now, as `paperchat digest` does; the tab itself only peeks
+    seen.click(lambda: h.mark_seen(core), None, lists, api_visibility="private")
+    return lists
+
+
 def _eval_tab() -> None:
     """The newest evaluation report, with a reload button."""
     import gradio as gr
@@ -239,7 +259,6 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
     """Hash links and keys (#topic/SLUG, #paper/ID, save/ID through the hidden nav box), Follow and Save."""
     import gradio as gr
 
-    names = core.topic_names()
     show_topic = _show_topic(core)
 
     def on_nav(value: str, slug: str, pid: str, now: str, filter_text: str, page: float, quote: str, zoom: float) -> tuple[Any, ...]:
@@ -248,9 +267,11 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         msg = ""
         sel = gr.update()
         viewer: tuple[Any, ...] = (gr.update(),) * 4
-        if kind == "topic" and rest in names:
+        pick = gr.update(value=slug)
+        if kind == "topic" and core.topic_kind(rest) is not None:  # hand-written, discovered or a collection
             slug, sel = rest, gr.update(selected="topic")
             page = 1
+            pick = gr.update(value=slug, choices=_topic_choices(core))
         elif kind == "paper" and rest:
             pid, sel = rest.split("/")[0], gr.update(selected="paper")
             tail = rest.split("/")[1:]
@@ -269,7 +290,7 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         else:
             (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, gr.update(value=slug), pid, head, rows, fbtn, view, listed, msg, *viewer
+        return sel, slug, pick, pid, head, rows, fbtn, view, listed, msg, *viewer
 
     outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
@@ -347,8 +368,10 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
                 paper = _paper_tab(core, settings, shell, answerers)
             with gr.Tab("Upload a PDF", id="upload"):
                 _upload_tab(core, settings, shell, paper)
-            with gr.Tab("Following & Saved", id="lists"):
-                lists = gr.HTML(h.lists_html(core))
+            with gr.Tab("Following & Saved", id="lists") as lists_tab:
+                lists = _lists_tab(core)
+            # shown fresh each time: papers, follows and collections may have come since the page was built
+            lists_tab.select(lambda: h.lists_html(core), None, lists, api_visibility="private")
             with gr.Tab("Evaluation", id="eval"):
                 _eval_tab()
 
@@ -359,62 +382,3 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
     demo.queue(default_concurrency_limit=4, max_size=64)
     demo.paperchat_core = core
     return demo
-
-
-def exposure_auth(settings: Settings, insecure: bool = False) -> tuple[str, str] | None:
-    """Gradio auth from PAPERCHAT_AUTH; serving beyond loopback without it is refused unless insecure."""
-    from paperchat.errors import ConfigError
-
-    auth = None
-    if settings.auth:
-        user, _, pw = settings.auth.partition(":")
-        if not user or not pw:
-            raise ConfigError("PAPERCHAT_AUTH must be user:password", "for example PAPERCHAT_AUTH=alice:s3cret")
-        auth = (user, pw)
-    if settings.host not in ("127.0.0.1", "localhost", "::1") and auth is None and not insecure:
-        raise ConfigError(
-            f"refusing to serve on {settings.host} without a password",
-            "set PAPERCHAT_AUTH=user:password, or pass --insecure if the network is trusted",
-        )
-    return auth
-
-
-def allowed_paths(settings: Settings) -> list[str]:
-    """The only folder the app serves files from: its own `<sha256>.pdf` copies (never a PDF's source folder)."""
-    return [str(pdf_folder(settings).resolve())]
-
-
-def launch_options(settings: Settings) -> dict[str, Any]:
-    """What `demo.launch` needs beyond host and port: the one served folder, the upload size and a cap on
-    every other request body (Gradio 6.31 has no request-size option of its own; `max_file_size` only
-    limits uploaded files, so a 100 MB question would otherwise be read and parsed whole)."""
-    from starlette.middleware import Middleware
-
-    from paperchat.ui.limits import BodyLimit, request_limit_bytes
-
-    return {
-        "allowed_paths": allowed_paths(settings),
-        "max_file_size": f"{int(settings.max_pdf_mb)}mb",
-        "app_kwargs": {"middleware": [Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
-    }
-
-
-def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) -> None:
-    """Open the library (ingesting the bundled demo corpus on first start) and launch the app on
-    settings.host/port (GRADIO_SERVER_PORT honoured); other hosts need PAPERCHAT_AUTH unless insecure."""
-    import os
-
-    auth = exposure_auth(settings, insecure)
-    port = settings.port or int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    core = Assistant.open(settings)  # syncs topic membership with the rules first
-    if demo_corpus:
-        report = core.load_demo(show_progress=True)
-        if report is not None:
-            print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
-            core.ready()
-    adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
-    if adopted or unlinked:
-        print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")
-    demo = build_app(settings, core)
-    # the app serves its own PDF copies and nothing else (not the folders the PDFs came from)
-    demo.launch(server_name=settings.host, server_port=port, auth=auth, footer_links=["api"], **launch_options(settings))

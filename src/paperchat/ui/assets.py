@@ -10,6 +10,8 @@ CSS = """
 .pc-card h3 .pc-tag:hover {text-decoration:underline} .pc-card:hover {border-color:#c7d2fe}
 .pc-momentum {color:#374151; font-size:.92rem; margin:4px 0}
 .pc-tag {display:inline-block; background:#eef2ff; color:#3730a3 !important; border-radius:999px; padding:1px 9px; margin:1px 2px; font-size:.8rem; text-decoration:none}
+.pc-fine {background:#ecfdf5; color:#065f46 !important; border:1px solid #a7f3d0}  /* a discovered topic, not a hand-written one */
+.pc-export {margin:4px 0}
 .pc-following {font-size:.75rem; background:#dcfce7; color:#166534; border-radius:6px; padding:1px 6px}
 .pc-list {display:flex; flex-direction:column; gap:2px}
 .pc-row {padding:8px 10px; border-radius:8px; border-left:4px solid transparent}

@@ -44,7 +44,8 @@ def topic_papers(core: Assistant, slug: str, page: int = 1, filter_text: str = "
     """One page of a topic's papers, newest first: (html, total matching, number of pages)."""
     listing = core.topic_papers(slug, page, filter_text, PAGE_SIZE)
     saved = {p.id for p in core.saved()}
-    return render("paper_list.html", listing=listing, names=core.topic_names(), saved=saved), listing.total, listing.pages
+    tags = core.paper_tags([p.id for p in listing.papers])
+    return render("paper_list.html", listing=listing, names=core.topic_names(), saved=saved, tags=tags), listing.total, listing.pages
 
 
 def toggle_follow(core: Assistant, slug: str) -> bool:
@@ -61,8 +62,16 @@ def lists_html(core: Assistant) -> str:
     """The Following and Saved lists, with what is new in the followed topics since the last visit (the app
     only peeks: `paperchat digest` moves the last visit)."""
     saved = core.saved()
-    return render("lists.html", followed=core.followed(), names=core.topic_names(), saved=saved, saved_ids={p.id for p in saved},
-                  digest=core.digest(peek=True), collections=core.collections())
+    news = core.digest(peek=True)
+    tags = core.paper_tags([p.id for p in saved] + [p.id for t in news.topics for p in t.papers[:10]])
+    return render("lists.html", followed=core.followed(), names=core.all_topic_names(), saved=saved, saved_ids={p.id for p in saved},
+                  digest=news, collections=core.collections(), tags=tags)
+
+
+def mark_seen(core: Assistant) -> str:
+    """Move the last visit to now (as `paperchat digest` does) and show the lists again: nothing is new."""
+    core.digest()
+    return lists_html(core)
 
 
 # -- papers -------------------------------------------------------------------------------------
@@ -78,6 +87,7 @@ def paper_view(core: Assistant, paper_id: str) -> str:
         "paper.html",
         p=p,
         names=core.topic_names(),
+        tags=core.paper_tags([paper_id]).get(paper_id, []),
         saved=core.is_saved(paper_id),
         abs_url=abs_link(p),  # http(s) only: a stored javascript: URL never becomes a link
         local_pdf=core.local_pdf(p),  # the app's own copy, the only PDFs it serves
@@ -135,11 +145,12 @@ def download_arxiv_pdf(core: Assistant, paper_id: str) -> tuple[str | None, str]
 # -- chat ---------------------------------------------------------------------------------------
 
 
-def make_scope(kind: str, target: str, since: str | None = None) -> Scope:
-    """The scope of a chat: one paper, or a topic from a date typed as YYYY-MM-DD."""
+def make_scope(core: Assistant, kind: str, target: str, since: str | None = None) -> Scope:
+    """The scope of a chat: one paper, or a topic of any kind (a collection, a discovered topic) from a date
+    typed as YYYY-MM-DD."""
     if kind == "paper":
         return Scope.for_paper(target)
-    return Scope.for_topic(target, since=user_day(since))
+    return core.chat_scope(target, since=user_day(since))
 
 
 def chat_stream(core: Assistant, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None, since: str | None = None, answerer: str | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
@@ -161,10 +172,10 @@ def chat_stream(core: Assistant, question: str, kind: str, target: str, history:
     past = [q for q in map(md_plain, shown_past) if len(q) <= core.settings.max_question_chars]
     try:
         text = ""
-        for item in core.stream(question, make_scope(kind, target, since), past, k, answerer):
+        for item in core.stream(question, make_scope(core, kind, target, since), past, k, answerer):
             if isinstance(item, Answer):
                 msgs[-1]["content"] = answer_markdown(item)
-                yield msgs, sources_panel(item)
+                yield msgs, sources_panel(item, *core.answer_bibtex(item))
                 return
             text += item
             msgs[-1]["content"] = md_text(text)

@@ -159,8 +159,9 @@ def answer_markdown(ans: Answer) -> str:
     return "".join(body) + ("\n\n" + "  \n".join(extra) if extra else "") + evidence
 
 
-def sources_panel(ans: Answer) -> str:
-    """Each offered source with its passage, page, scores and (when cited) support."""
+def sources_panel(ans: Answer, bibtex: str = "", cited_papers: int = 0) -> str:
+    """Each offered source with its passage, page, scores and (when cited) support; with `bibtex`, a button
+    under the answer that downloads the BibTeX of the papers it cites (a data: link: no file is written)."""
     cited = {c.n: c for c in ans.citations}
     rows = []
     for s in ans.sources:
@@ -168,4 +169,4 @@ def sources_panel(ans: Answer) -> str:
         quote_text = c.quote if c else s.text[:300] + ("..." if len(s.text) > 300 else "")
         # a click on the row highlights the cited sentence, or (uncited) the whole passage
         rows.append({"source": s, "cited": c, "quote": quote_text, "passage": c.quote if c else s.text})
-    return render("sources.html", rows=rows)
+    return render("sources.html", rows=rows, bibtex=bibtex, cited_papers=cited_papers)
