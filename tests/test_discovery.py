@@ -83,7 +83,9 @@ def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
     assert 8 <= len(topics) <= K and len(topics) == len(rep.topics)
     labels = [t.label for t in topics]
     assert all(label.strip() for label in labels) and len({label.lower() for label in labels}) == len(labels)
-    assert sum(t.size for t in topics) == rep.papers == lib.catalog.count()
+    # a topic's size is its core (papers near its centroid); the periphery is no topic's member
+    core = sum(len(v) for v in lib.catalog.primary_members().values())
+    assert sum(t.size for t in topics) == core and core < rep.papers == lib.catalog.count()
     assert all(np.isclose(np.linalg.norm(t.centroid), 1.0, atol=1e-4) for t in topics)
     hand = {t.slug for t in lib.topics.topics}
     assert not hand & {t.slug for t in topics}  # discovered slugs never shadow hand-written ones
@@ -108,7 +110,10 @@ def test_tags_per_paper(dlib: Library) -> None:
     ids = [p.id for p in lib.catalog.iter_papers()]
     tags = lib.catalog.tags_of(ids)
     counts = [len(tags.get(i, [])) for i in ids]
-    assert all(0 <= c <= 4 for c in counts) and np.mean(counts) >= 2
+    assert all(0 <= c <= 4 for c in counts)
+    # a paper far from every centroid (min_similarity) has none: the periphery is untagged
+    tagged = [c for c in counts if c]
+    assert 0.5 <= len(tagged) / len(counts) < 1.0 and np.mean(tagged) >= 1.5
     primary = lib.catalog.primary_members()
     assert sum(len(v) for v in primary.values()) == sum(1 for c in counts if c)
     for pid in ids[:50]:
