@@ -201,3 +201,36 @@ def test_old_catalogue_gains_tables(tmp_path: Path) -> None:
     cat.set_tags({"1": [("x", 0.5)]})
     assert cat.tags_of(["1"]) == {"1": [("x", 0.5)]}
     cat.close()
+
+
+def test_learned_membership_from_neighbours(lib: Library, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rules are seeds; a paper outside them joins a topic when most of its nearest papers are rule members.
+    Checked against a direct count over the demo vectors; `learn = false` topics gain nothing; momentum and
+    the topic page say which membership they count."""
+    from paperchat.discovery import abstract_vectors
+    from paperchat.topic_membership import MembershipSettings, learn_membership, neighbour_shares
+
+    ids, vectors = abstract_vectors(lib)
+    rules = lib.catalog.rule_members()
+    slug = max(rules, key=lambda s: len(rules[s]))
+    member = np.array([[pid in rules[slug]] for pid in ids], dtype=np.float32)
+    shares = neighbour_shares(vectors, member, MembershipSettings(neighbours=5, batch=300))
+    x = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for i in (0, 17, len(ids) - 1):  # the batched product and a plain one agree
+        sims = x @ x[i]
+        sims[i] = -2
+        near = np.argsort(-sims, kind="stable")[:5]
+        assert abs(shares[i, 0] - member[near, 0].mean()) < 1e-6
+    rep = learn_membership(lib, MembershipSettings(neighbours=10, min_share=0.7))
+    learned = lib.catalog.learned_members()
+    assert rep.rules[slug] == len(rules[slug]) and sum(rep.gained.values()) == sum(len(v) for v in learned.values()) > 0
+    assert all(not (papers & rules.get(s, set())) for s, papers in learned.items())  # only papers the rules miss
+    off = [t.slug for t in lib.topics.topics if not t.learn]
+    assert off and not any(learned.get(s) for s in off)
+    on = max(learned, key=lambda s: len(learned[s]))
+    trends = {t.slug: t for t in trending(lib)}
+    assert trends[on].membership == "rules+neighbours" and {trends[s].membership for s in off} == {"rules"}
+    d = str(lib.settings.data_dir)
+    lib.close()
+    assert main(["--data-dir", d, "topics", "show", on]) == 0
+    assert f"and {len(learned[on])} papers whose nearest neighbours" in capsys.readouterr().out

@@ -17,6 +17,7 @@ from paperchat.types import Paper
 if TYPE_CHECKING:
     from paperchat.discovery import DiscoveryReport
     from paperchat.library import Library
+    from paperchat.topic_membership import MembershipReport
     from paperchat.trending import TopicTrend
 
 
@@ -51,6 +52,18 @@ class DiscoveryOps:
 
         return discover(self.library, DiscoverySettings(n_topics=n_topics, seed=seed))
 
+    def learn_membership(self) -> MembershipReport:
+        """Add to each hand-written topic the papers its rules miss whose nearest neighbours its rules hold."""
+        from paperchat.topic_membership import learn_membership
+
+        return learn_membership(self.library)
+
+    def membership_recall(self, question_sets: list[Path]) -> list[str]:
+        """Gold papers of topic question sets inside their topic, by rules and by rules plus learned members."""
+        from paperchat.topic_membership import gold_recall
+
+        return gold_recall(self.library, question_sets)
+
     def topic_detail(self, slug: str, weeks: int = 4) -> TopicDetail:
         """A hand-written topic (papers by its rules), a discovered one (papers by their tags) or a collection.
 
@@ -61,6 +74,11 @@ class DiscoveryOps:
         found = {t.slug: t for t in lib.catalog.discovered()}
         if slug in lib.topics.by_slug:
             name, ids, how, extra = lib.topics.by_slug[slug].name, lib.catalog.topic_papers(slug), "by its keyword rules", ""
+            gained = lib.catalog.learned_members().get(slug, set()) - set(ids)
+            if gained:  # `paperchat topics learn` has run: the papers the rules miss that their neighbours hold
+                dated = lib.catalog.get_many(list(gained) + ids)
+                ids = sorted(dated, key=lambda i: (dated[i].date or dt.date.min, i), reverse=True)
+                how = f"by its keyword rules and {len(gained)} papers whose nearest neighbours they hold"
         elif slug in found:
             t = found[slug]
             name, ids, how = t.label, lib.catalog.tagged_papers(t.slug), "by tags (papers whose 2-4 closest topics include it)"
