@@ -25,7 +25,7 @@ from paperchat.discovery import (
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, label_clusters, phrases
+from paperchat.topic_labels import LabelSettings, _overlaps, label_clusters, phrases
 from paperchat.trending import rise_z, trending
 from paperchat.types import Paper
 
@@ -157,6 +157,9 @@ def test_labels_from_phrases() -> None:
     titles = ["Speculative Decoding with Drafts", "Faster Speculative Decoding", "KV Cache Eviction", "KV Cache Quantization"]
     out = label_clusters(titles, [""] * 4, np.array([0, 0, 1, 1]), 2, LabelSettings(min_df=1))
     assert out[0][0] == "Speculative Decoding" and out[1][0] == "KV Cache"
+    # a label's two phrases never say one thing twice: a shared word, or a phrase and its acronym
+    assert _overlaps("QA", "Question Answering") and _overlaps("Aspect Sentiment", "Sentiment Classification")
+    assert _overlaps("LLMs", "Large Language Models") and not _overlaps("Speech", "GPU")
 
 
 def test_trending_ranks_with_small_count_guard(dlib: Library) -> None:

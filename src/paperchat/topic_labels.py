@@ -112,6 +112,7 @@ class LabelSettings:
     relaxed_lift: float = 0.4  # ... times these bars when no phrase clears them
     label_pool: int = 12  # the label is one of this many best phrases by c-TF-IDF
     pair_pool: int = 8  # ... and a second phrase joined to it one of this many
+    word_second: float = 0.3  # a lone word joined as the second phrase must be held by this share of the core
     phrase_bonus: float = 0.2  # coverage times (1 + bonus) for a phrase of two or more words: a longer phrase wins a near tie
     pair_below: float = 0.5  # a label held by fewer of the core papers than this is joined by a second phrase
     pair_gain: float = 0.1  # ... when that phrase adds at least this share of the core ("Narrative and Story")
@@ -274,8 +275,13 @@ def _choose_label(
         return free if taken else name
     top = set(ranked[: s.pair_pool])  # the second phrase from the topic's very best
     # ... and a phrase or an acronym: a lone word beside a phrase mostly reads as noise ("Layout and Executable")
-    # (a lone word only to tell apart two topics that share their best phrase)
-    cols = [c for _, c, nm in cands[1:] if c in top and (" " in nm or nm.isupper() or taken) and not _overlaps(nm, name)]
+    # (a lone word only to tell apart two topics that share their best phrase, and only one that a fair share of
+    # the topic's papers hold: "Speech and Hours" named a corner)
+    cols = [
+        c for _, c, nm in cands[1:]
+        if c in top and not _overlaps(nm, name)
+        and (" " in nm or nm.isupper() or (taken and float(cover[c]) >= s.word_second * size))
+    ]
     if not cols:
         return free if taken else name
     held = rows[:, [best] + cols].toarray() > 0
@@ -291,10 +297,14 @@ def _choose_label(
 
 
 def _overlaps(a: str, b: str) -> bool:
-    """Whether one phrase holds a word of the other ("Aspect Sentiment" and "Sentiment Classification")."""
-    wa = {_singular(w) for w in a.lower().split() if w not in _INNER}
-    wb = {_singular(w) for w in b.lower().split() if w not in _INNER}
-    return bool(wa & wb)
+    """Whether one phrase holds a word of the other ("Aspect Sentiment" and "Sentiment Classification"), or
+    is the other's acronym ("QA" and "Question Answering")."""
+    wa = [_singular(w) for w in re.split(r"[\s-]+", a.lower()) if w and w not in _INNER]
+    wb = [_singular(w) for w in re.split(r"[\s-]+", b.lower()) if w and w not in _INNER]
+    if set(wa) & set(wb):
+        return True
+    short, long_ = (a, wb) if len(wa) == 1 else (b, wa) if len(wb) == 1 else ("", [])
+    return bool(short) and short.rstrip("s").isupper() and short.lower().rstrip("s") == "".join(w[0] for w in long_)
 
 
 def _forms_and_fragments(titles: Sequence[str], keys: set[str], share: float) -> tuple[dict[str, Counter[str]], set[str]]:
