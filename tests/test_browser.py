@@ -247,7 +247,7 @@ def test_tags_collections_and_following_in_a_real_browser(built_library: Library
     from paperchat.discovery import DiscoverySettings, discover
 
     cat = built_library.catalog
-    discover(built_library, DiscoverySettings(n_topics=10))
+    discover(built_library, DiscoverySettings(n_topics=10, min_similarity=0.5))
     labels = {t.slug: t.label for t in cat.discovered()}
     # a Zotero-like export of four papers of the store (by eprint): the collection 'Reading list'
     rag = cat.topic_papers("rag")

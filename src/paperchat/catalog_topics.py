@@ -60,6 +60,12 @@ CREATE TABLE IF NOT EXISTS paper_tags (
     PRIMARY KEY (paper_id, topic)
 );
 CREATE INDEX IF NOT EXISTS paper_tags_topic ON paper_tags(topic);
+CREATE TABLE IF NOT EXISTS paper_topics_learned (
+    paper_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    share REAL NOT NULL,
+    PRIMARY KEY (paper_id, topic)
+);
 """
 
 
@@ -67,8 +73,9 @@ CREATE INDEX IF NOT EXISTS paper_tags_topic ON paper_tags(topic);
 class DiscoveredTopic:
     """A topic found by clustering: its label, the hand-written topic it nests under, its centroid.
 
-    `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts the papers
-    clustered into it (each paper in one cluster); `terms` are its best label phrases, best first.
+    `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts its core (the
+    papers clustered into it that are near enough its centroid to be tagged with it first); `terms` are its
+    best label phrases, best first.
     """
 
     slug: str
@@ -123,6 +130,35 @@ class DiscoveryTables:
                 part = ids[i : i + 900]
                 self._conn.execute(f"DELETE FROM paper_tags WHERE paper_id IN ({','.join('?' * len(part))})", part)
             self._insert_tags(tags)
+
+    @_guarded
+    def replace_learned(self, learned: dict[str, dict[str, float]], run: dict[str, Any]) -> None:
+        """Replace every hand-written topic's learned members (paperchat.topic_membership) at once."""
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM paper_topics_learned")
+            self._conn.executemany(
+                "INSERT INTO paper_topics_learned (paper_id, topic, share) VALUES (?, ?, ?)",
+                [(pid, slug, share) for slug, papers in learned.items() for pid, share in papers.items()],
+            )
+            self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("membership", json.dumps(run, sort_keys=True)))
+
+    @_guarded
+    def learned_members(self) -> dict[str, set[str]]:
+        """Each hand-written topic's learned members (papers its rules miss that its neighbours hold)."""
+        out: dict[str, set[str]] = {}
+        with self._lock:
+            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_topics_learned"):
+                out.setdefault(slug, set()).add(pid)
+        return out
+
+    @_guarded
+    def rule_members(self) -> dict[str, set[str]]:
+        """Each hand-written topic's members by its keyword rules."""
+        out: dict[str, set[str]] = {}
+        with self._lock:
+            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_topics"):
+                out.setdefault(slug, set()).add(pid)
+        return out
 
     @_guarded
     def discovered(self) -> list[DiscoveredTopic]:
@@ -180,11 +216,12 @@ class DiscoveryTables:
         return out
 
     @_guarded
-    def dates_by_topic(self) -> dict[str, list[dt.date]]:
-        """Every topic's paper dates in one pass: hand-written topics by their rules, discovered ones by tags."""
+    def dates_by_topic(self, learned: bool = False) -> dict[str, list[dt.date]]:
+        """Every topic's paper dates in one pass: hand-written topics by their rules (and, with learned, their
+        learned members too), discovered ones by tags."""
         out: dict[str, list[dt.date]] = {}
         with self._lock:
-            for table in ("paper_topics", "paper_tags"):
+            for table in ("paper_topics", "paper_tags") + (("paper_topics_learned",) if learned else ()):
                 q = f"SELECT t.topic, p.date FROM {table} t JOIN papers p ON p.id=t.paper_id WHERE p.date IS NOT NULL"
                 for slug, d in self._conn.execute(q):
                     out.setdefault(slug, []).append(dt.date.fromisoformat(d))

@@ -6,6 +6,8 @@ on the unit vectors (spherical in effect), seeded, so a re-run on the same corpu
 Labels come from paperchat.topic_labels. A re-run keeps a surviving topic's slug: old and new topics are
 matched by the papers they share (Jaccard of their primary members). Each paper is tagged with its closest
 topics by cosine to the centroids; papers ingested later are tagged the same way at ingest (`tag_papers`).
+A paper under `min_similarity` to its own cluster's centroid is that cluster's periphery: it is not tagged
+with it, not counted in its size and not read for its label.
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ MINIBATCH_ABOVE = 200_000  # papers: above this, MiniBatchKMeans (memory and tim
 class DiscoverySettings:
     """How topics are discovered. Stored with every run."""
 
-    papers_per_topic: int = 150  # the number of topics is papers / this, clipped to [min_topics, max_topics]
+    papers_per_topic: int = 100  # the number of topics is papers / this, clipped to [min_topics, max_topics]
     min_topics: int = 2
     max_topics: int = 400
     n_topics: int | None = None  # a fixed number of topics instead
     min_size: int = 5  # smaller clusters are dissolved into their neighbours
     seed: int = 0
     max_tags: int = 4
-    min_similarity: float = 0.35  # cosine to a topic's centroid below which a paper is not tagged with it
+    # cosine to a topic's centroid below which a paper is not tagged with it: a paper this far from its own
+    # cluster's centroid is its periphery (about the farthest 10% on the full store), not counted as a member
+    # nor read for the label. Hand-read samples: the stragglers were the papers that fitted no label
+    min_similarity: float = 0.70
     tag_margin: float = 0.10  # a 3rd or 4th tag only within this much of the paper's best similarity
     match_jaccard: float = 0.3  # an old topic's slug survives when a new one shares at least this much of it
     # BLAS/OpenMP threads for k-means: more threads than free cores is ruinous (busy-waiting workers): on a
@@ -228,13 +233,15 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     papers = lib.catalog.get_many(ids)
     titles = [papers[i].title for i in ids]
     abstracts = [papers[i].abstract for i in ids]
-    terms = label_clusters(titles, abstracts, labels, k, s.labels)
+    cents = centroids_of(vectors, labels, k)
+    own = np.einsum("ij,ij->i", _unit(vectors), cents[labels])
+    terms = label_clusters(titles, abstracts, labels, k, s.labels, core=own >= s.min_similarity)
     members = [set() for _ in range(k)]  # type: list[set[str]]
-    for pid, c in zip(ids, labels, strict=True):
-        members[c].add(pid)
+    for pid, c, near in zip(ids, labels, own >= s.min_similarity, strict=True):
+        if near:  # a topic's members are its core: the papers it tags first
+            members[c].add(pid)
     reserved = {t.slug for t in lib.topics.topics}
     slugs, kept = match_slugs(members, [t[0] for t in terms], lib.catalog.primary_members(), reserved, s.match_jaccard)
-    cents = centroids_of(vectors, labels, k)
     topics = []
     for c in range(k):
         parents: dict[str, int] = {}
@@ -242,7 +249,7 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
             for rule_topic in papers[pid].topics:
                 parents[rule_topic] = parents.get(rule_topic, 0) + 1
         parent, count = max(parents.items(), key=lambda kv: (kv[1], kv[0])) if parents else (None, 0)
-        share = count / len(members[c])
+        share = count / max(len(members[c]), 1)
         topics.append(
             DiscoveredTopic(slugs[c], terms[c][0], parent if share >= 0.25 else None, round(share, 3), len(members[c]), tuple(terms[c]), cents[c])
         )

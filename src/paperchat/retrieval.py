@@ -290,6 +290,18 @@ class Retriever:
             self._near[key] = got
         return got
 
+    def _learned_topic(self, lex: SearchSnapshot, slug: str) -> np.ndarray:
+        """Chunks of the topic's learned members (paperchat.topic_membership), cached per snapshot."""
+        key = (lex.name, slug, -1.0)
+        got = self._near.get(key)
+        if got is None:
+            got = lex.scope_mask(paper_ids=sorted(self.lib.catalog.learned_members().get(slug, set())))
+            if got is None:
+                got = np.zeros(len(lex.ids), dtype=bool)
+            self._near = {k: v for k, v in self._near.items() if k[0] == lex.name}
+            self._near[key] = got
+        return got
+
     def _sentence_ranking(self, query: str, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> list[str]:
         """The paper's chunks ranked by their best sentence pair under BM25 with the paper's own term
         statistics: a short aside (one sentence naming a value inside a long page) then counts as much as a
@@ -405,6 +417,9 @@ class Retriever:
             if p.topic_similarity > 0 and scope.topic:
                 near = self._near_topic(lex, scope.topic, p.topic_similarity)
                 members = members | (near if window is None else near & window)
+            if p.topic_learned and scope.topic:
+                learned = self._learned_topic(lex, scope.topic)
+                members = members | (learned if window is None else learned & window)
             marks: list[float] = []
             lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, marks)
             t2, t3 = marks[0], time.perf_counter()

@@ -33,6 +33,7 @@ class Topic:
     categories: tuple[str, ...] = ()
     min_score: int = 1
     title_any: tuple[str, ...] = ()
+    learn: bool = True  # whether the papers' vectors may add members the rules miss (paperchat.topic_membership)
 
 
 def _phrase_regex(phrase: str) -> str:
@@ -100,6 +101,7 @@ class TopicSet:
                     categories=tuple(t.get("categories", [])),
                     min_score=int(t.get("min_score", 1)),
                     title_any=tuple(t.get("title_any", [])),
+                    learn=bool(t.get("learn", True)),
                 )
             )
         if len({t.slug for t in topics}) != len(topics):

@@ -24,7 +24,9 @@ class TopicTrend:
     slug: str
     name: str
     kind: str  # "hand-written" or "discovered"
-    membership: str  # what the counts count: "rules" (keyword rules) or "tags" (2-4 closest discovered topics)
+    # what the counts count: "rules" (keyword rules), "rules+neighbours" (the rules and the papers whose nearest
+    # neighbours the rules hold, paperchat.topic_membership) or "tags" (2-4 closest discovered topics)
+    membership: str
     momentum: Momentum
     z: float  # the recent count's z-score against the topic's own earlier share; 0 when unranked
     ranked: bool  # False below min_count: listed with the small-count warning, never ranked
@@ -50,8 +52,9 @@ def trending(lib: Library, weeks: int = 4, min_count: int = 10, small: int = 10)
         small: the small-count warning's threshold (as on topic pages), per window.
     """
     all_weekly = lib.weekly_counts()
-    dates = lib.catalog.dates_by_topic()
-    names = [(t.slug, t.name, "hand-written", "rules") for t in lib.topics.topics]
+    learned = lib.catalog.get_meta("membership") is not None  # `paperchat topics learn` has run
+    dates = lib.catalog.dates_by_topic(learned=learned)
+    names = [(t.slug, t.name, "hand-written", "rules+neighbours" if learned and t.learn else "rules") for t in lib.topics.topics]
     names += [(t.slug, t.label, "discovered", "tags") for t in lib.catalog.discovered()]
     # one reference day for all, so every topic's windows are the same weeks
     now = momentum([d for ds in dates.values() for d in ds], all_weekly).now

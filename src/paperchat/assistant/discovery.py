@@ -16,6 +16,7 @@ from paperchat.types import Answer, Paper
 if TYPE_CHECKING:
     from paperchat.discovery import DiscoveryReport
     from paperchat.library import Library
+    from paperchat.topic_membership import MembershipReport
     from paperchat.trending import TopicTrend
 
 
@@ -49,6 +50,18 @@ class DiscoveryOps:
         from paperchat.discovery import DiscoverySettings, discover
 
         return discover(self.library, DiscoverySettings(n_topics=n_topics, seed=seed))
+
+    def learn_membership(self) -> MembershipReport:
+        """Add to each hand-written topic the papers its rules miss whose nearest neighbours its rules hold."""
+        from paperchat.topic_membership import learn_membership
+
+        return learn_membership(self.library)
+
+    def membership_recall(self, question_sets: list[Path]) -> list[str]:
+        """Gold papers of topic question sets inside their topic, by rules and by rules plus learned members."""
+        from paperchat.topic_membership import gold_recall
+
+        return gold_recall(self.library, question_sets)
 
     def topic_detail(self, slug: str, weeks: int = 4) -> TopicDetail:
         """A hand-written topic (papers by its rules), a discovered one (papers by their tags) or a collection.

@@ -54,8 +54,9 @@ class TopicPageOps:
         names.update({t.slug: t.label for t in cat.discovered() if t.slug not in names})
         return names
 
-    def resolve_topic(self, slug: str) -> TopicMembers:
-        """The topic with this slug, of whichever kind, with its papers (newest first).
+    def resolve_topic(self, slug: str, learned: bool = True) -> TopicMembers:
+        """The topic with this slug, of whichever kind, with its papers (newest first); a hand-written topic's
+        include the papers `paperchat topics learn` added unless `learned` is False (its page counts by its rules).
 
         Raises:
             NotFound: no hand-written or discovered topic and no collection has this slug.
@@ -64,7 +65,13 @@ class TopicPageOps:
         cat = lib.catalog
         if slug in lib.topics.by_slug:
             t = lib.topics.by_slug[slug]
-            return TopicMembers(slug, t.name, "rules", t.description, "by its keyword rules", "", cat.topic_papers(slug))
+            ids, how = cat.topic_papers(slug), "by its keyword rules"
+            gained = (cat.learned_members().get(slug, set()) if learned else set()) - set(ids)
+            if gained:  # `paperchat topics learn` has run: the papers the rules miss that their neighbours hold
+                dated = cat.get_many(list(gained) + ids)
+                ids = sorted(dated, key=lambda i: (dated[i].date or dt.date.min, i), reverse=True)
+                how = f"by its keyword rules and {len(gained)} papers whose nearest neighbours they hold"
+            return TopicMembers(slug, t.name, "rules", t.description, how, "", ids)
         found = {t.slug: t for t in cat.discovered()}
         if slug in found:
             d = found[slug]
@@ -105,7 +112,7 @@ class TopicPageOps:
         """
         lib = self.library
         cat = lib.catalog
-        t = self.resolve_topic(slug)
+        t = self.resolve_topic(slug, learned=False)  # momentum and size by the rules, as the page says
         following = slug in cat.followed()
         if t.kind == "rules":
             m = momentum(cat.topic_dates(slug), lib.weekly_counts(), now=now)
@@ -131,7 +138,7 @@ class TopicPageOps:
             NotFound: no such topic.
         """
         cat = self.library.catalog
-        ids = self.resolve_topic(slug).paper_ids
+        ids = self.resolve_topic(slug, learned=False).paper_ids
         if filter_text.strip():
             f = filter_text.lower().strip()
             every = cat.get_many(ids)

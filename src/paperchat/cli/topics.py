@@ -15,7 +15,7 @@ from paperchat.assistant import Assistant, preview_topics, printable
 from paperchat.cli.common import int_in, open_assistant, settings_from
 from paperchat.errors import InputError
 
-ACTIONS = ("discover", "show", "sample", "coverage")
+ACTIONS = ("discover", "show", "sample", "coverage", "learn")
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -79,6 +79,11 @@ def discovered(args: argparse.Namespace) -> int:
         print(assistant.topic_samples(args.per_topic, args.seed, args.limit))
         print(f"\ncoherence: {assistant.topic_coherence()}")
         return 0
+    if args.action == "learn":
+        print("\n".join(assistant.learn_membership().lines()))
+        if args.slug:  # question sets, comma-separated: their gold papers inside their topic
+            print("\n".join(assistant.membership_recall([Path(p) for p in args.slug.split(",")])))
+        return 0
     if not args.slug:
         raise InputError("coverage needs a question set", "e.g. paperchat topics coverage eval/topic_tune.jsonl")
     print(assistant.gold_coverage(Path(args.slug)))
@@ -102,8 +107,8 @@ def register(sub: Any) -> None:
     t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
     t.add_argument("--sample", type=int_in(0, 10_000, "--sample"), default=20, help="with --check: papers listed per topic")
     t.add_argument("--seed", type=int, default=0, help="with --check, sample or discover: the seed")
-    t.add_argument("action", nargs="?", choices=ACTIONS, help="discover topics, show one, sample papers per topic, gold coverage")
-    t.add_argument("slug", nargs="?", help="with show: the topic; with coverage: a topic question set (JSONL)")
+    t.add_argument("action", nargs="?", choices=ACTIONS, help="discover topics, show one, sample papers per topic, gold coverage, learn membership beyond the rules")
+    t.add_argument("slug", nargs="?", help="with show: the topic; with coverage: a topic question set (JSONL); with learn: question sets (comma-separated) to measure gold recall")
     t.add_argument("--trending", action="store_true", help="every topic ranked by momentum")
     t.add_argument("--weeks", type=int, default=4, help="with --trending or show: window length in weeks")
     t.add_argument("--min-count", type=int, default=10, help="with --trending: fewest papers (both windows) to rank")

@@ -152,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions.extend(qs)
     field_type = RetrievalSettings.model_fields[args.param].annotation
     caster: Callable[[str], Any] = int if field_type is int else float if field_type is float else str
+    if field_type is bool:
+        caster = lambda v: v.strip().lower() in ("1", "true", "yes", "on")  # noqa: E731
     values = [caster(v) for v in args.values.split(",")]
     sw = run_sweep(assistant, settings.retrieval, args.param, values, questions, args.data)
     metrics = [m for m in args.metrics.split(",") if any(m in r for rows in sw.rows.values() for r in rows.values())]
