@@ -180,6 +180,26 @@ def test_topic_map_quotes_what_answers_the_question(demo_qa: QA) -> None:
     assert all(q in by_n[int(n)].text for q, n in quotes) and all(c.support == 1.0 for c in ans.citations)
 
 
+def test_topic_map_says_which_papers_are_new(demo_qa: QA) -> None:
+    """Without a window the map marks the papers of the topic's last four weeks as new and counts them under the
+    header; with a window asked, it says so and the papers in it are the new ones."""
+    import datetime as dt
+
+    q = "What reward designs are used to train multi-turn search agents with RL?"
+    ctx = demo_qa.topic_context(Scope.for_topic("rl-for-llm-agents"))
+    assert ctx is not None and ctx.last is not None and ctx.new_since == ctx.last - dt.timedelta(days=27)
+    ans = demo_qa.ask(q, Scope.for_topic("rl-for-llm-agents"), k=10)
+    lines = re.findall(r"^- .+? \((new, )?(\d{4}-\d\d-\d\d)\): ", ans.answer, re.M)
+    fresh = [d for new, d in lines if new]
+    assert lines and all(dt.date.fromisoformat(d) >= ctx.new_since for d in fresh)
+    assert all(dt.date.fromisoformat(d) < ctx.new_since for new, d in lines if not new)
+    assert f"New in the last 4 weeks: {len(fresh)} of these {len(lines)} papers." in ans.answer.splitlines()[1]
+    since = ctx.last - dt.timedelta(weeks=12)
+    windowed = demo_qa.ask(q, Scope.for_topic("rl-for-llm-agents", since=since), k=10)
+    n = len(re.findall(r"^- .+? \(new, \d{4}-\d\d-\d\d\): ", windowed.answer, re.M))
+    assert n and f"New since {since.isoformat()} (the window asked): {n} of these {n} papers." in windowed.answer
+
+
 def test_topic_map_without_embedder_is_one_flat_list() -> None:
     from paperchat.providers.answerers import ExtractiveAnswerer
 

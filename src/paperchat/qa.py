@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator, Sequence
 
@@ -9,12 +10,15 @@ from paperchat.answering import evidence
 from paperchat.answering.evidence import Evidence, scope_counts
 from paperchat.answering.topic_map import TopicContext
 from paperchat.citations import build_citations, parse_citations, statements, strip_invalid
+from paperchat.dates import plausible
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.retrieval import Retriever, rewrite_followup
 from paperchat.types import Answer, Hit, Scope, Source
+
+NEW_WEEKS = 4  # a topic answer marks the papers of the topic's last four weeks as new, as its page's momentum counts
 
 _PROMPT_LINES = [ln.strip() for ln in SYSTEM_PROMPT.splitlines() if len(ln.strip()) > 30]
 
@@ -120,7 +124,14 @@ class QA:
         topic = self.lib.topics.get(scope.topic)
         total = len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
         dates = [d for d in self.lib.catalog.topic_dates(scope.topic) if (not scope.since or d >= scope.since) and (not scope.until or d <= scope.until)]
-        return TopicContext(topic.name, total, min(dates, default=None), max(dates, default=None))
+        last = max(plausible(dates), default=None)
+        if scope.since:  # a window was asked: the papers in it are the new ones
+            new_since, new_what = scope.since, f"since {scope.since.isoformat()} (the window asked)"
+        elif last is not None:  # else the topic's last NEW_WEEKS weeks, as its page counts momentum
+            new_since, new_what = last - dt.timedelta(weeks=NEW_WEEKS) + dt.timedelta(days=1), f"in the last {NEW_WEEKS} weeks"
+        else:
+            new_since, new_what = None, ""
+        return TopicContext(topic.name, total, min(dates, default=None), max(dates, default=None), new_since, new_what)
 
     def _check_scope(self, scope: Scope) -> None:
         if scope.kind == "paper":

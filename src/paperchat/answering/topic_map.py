@@ -46,6 +46,8 @@ class TopicContext:
     total: int
     first: dt.date | None = None
     last: dt.date | None = None
+    new_since: dt.date | None = None  # papers from this date on are marked new
+    new_what: str = ""  # how the map says it: "in the last 4 weeks", "since 2026-05-01 (the window asked)"
 
 
 @dataclass
@@ -256,14 +258,24 @@ def header(focus: Focus, shown: int, ctx: TopicContext | None) -> str:
     return f"{what}, from {shown} of {ctx.total} papers in {ctx.name}{span}:"
 
 
-def render(groups: Sequence[Group], head: str) -> list[str]:
-    """The map as lines (each ends with a newline)."""
+def render(groups: Sequence[Group], head: str, ctx: TopicContext | None = None) -> list[str]:
+    """The map as lines (each ends with a newline); with a context that says since when papers are new, those
+    papers are marked "new" and a line under the header counts them."""
+    since = ctx.new_since if ctx is not None else None
+
+    def is_new(p: PaperLine) -> bool:
+        return since is not None and p.source.date is not None and p.source.date >= since
+
     out = [head + "\n"]
+    if since is not None and ctx is not None:
+        fresh = sum(is_new(p) for g in groups for p in g.papers)
+        shown = sum(len(g.papers) for g in groups)
+        out.append(f"New {ctx.new_what}: {fresh} of these {shown} paper{'s' if shown != 1 else ''}.\n")
     for g in groups:
         if g.label:
             out.append(f"\n{g.label} ({len(g.papers)} paper{'s' if len(g.papers) != 1 else ''})\n")
         for p in g.papers:
             src = p.source
-            when = src.date.isoformat() if src.date else "n.d."
+            when = ("new, " if is_new(p) else "") + (src.date.isoformat() if src.date else "n.d.")
             out.append(f'- {short_title(src.title)} ({when}): "{p.best.text}" [{src.n}]\n')
     return out

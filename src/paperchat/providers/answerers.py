@@ -135,7 +135,7 @@ class ExtractiveAnswerer:
             groups = [topic_map.Group("", lines)]
         else:
             groups = topic_map.build_groups(lines, vectors, reading.focus)
-        return topic_map.render(groups, topic_map.header(reading.focus, len(lines), context))
+        return topic_map.render(groups, topic_map.header(reading.focus, len(lines), context), context)
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
         """Yield the composed answer, one line at a time."""
