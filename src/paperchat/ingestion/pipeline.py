@@ -87,6 +87,18 @@ class IngestReport:
         self.device_note = other.device_note or self.device_note
 
 
+@dataclass
+class RecordBatch:
+    """One batch of abstract records, planned: `todo` are the papers to (re)write with their chunk, `new` the
+    chunks the store does not hold yet (to embed and write), `skipped` the chunks already stored."""
+
+    papers: list[Paper]
+    todo: list[tuple[Paper, Chunk]]
+    topics: dict[str, list[str]]
+    new: list[StoredChunk]
+    skipped: int = 0
+
+
 class Ingester:
     """Writes papers and PDFs into a Library.
 
@@ -101,6 +113,7 @@ class Ingester:
         self.settings = library.settings
         self.vector_cache = vector_cache or {}
         self.progress = progress
+        self.paper_batch = PAPER_BATCH  # records per batch
         self._dirty = False
 
     # -- shared steps -------------------------------------------------------------------------------
@@ -173,16 +186,20 @@ class Ingester:
                 report.failed.append(item)
                 continue
             batch.append(item)
-            if len(batch) >= PAPER_BATCH:
+            if len(batch) >= self.paper_batch:
                 self._records_batch_safe(batch, report)
                 batch = []
         if batch:
             self._records_batch_safe(batch, report)
+        self._drain(report)
         self.finish()
         tag_papers(self.lib, report.paper_ids)  # nearest discovered topics; one cheap query when there are none
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
+
+    def _drain(self, report: IngestReport) -> None:
+        """Finish batches still in flight before the index is rebuilt (none here: each batch is written whole)."""
 
     def _records_batch_safe(self, papers: list[Paper], report: IngestReport) -> None:
         """One batch; when the store refuses it, record by record, so one bad record fails alone."""
@@ -196,25 +213,33 @@ class Ingester:
                 self._records_batch_safe([p], report)
 
     def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
+        batch = self._plan_records(papers)
+        if batch.new:
+            self._mark_dirty()
+            self.lib.store.upsert(batch.new, self._embed(batch.new))
+        self._commit_records(batch, report)
+
+    def _plan_records(self, papers: list[Paper]) -> RecordBatch:
+        """What a batch of records needs (reads only): the papers to (re)write and the chunks to embed."""
         known = self.lib.catalog.hashes(p.id for p in papers)
-        todo: list[tuple[Paper, Chunk]] = []
-        same: list[tuple[Paper, Chunk]] = []
-        for p in papers:
-            ch = abstract_chunk(p)
-            if ch is None:
-                continue
-            (same if known.get(p.id, (None, None))[0] == ch.id else todo).append((p, ch))
+        pairs = [(p, ch) for p in papers if (ch := abstract_chunk(p)) is not None]
+        stored = self.lib.store.existing_ids([ch.id for _, ch in pairs]) if pairs else set()
         # unchanged by the catalogue, and its chunk still in the store: nothing to embed, nothing to write
-        stored = self.lib.store.existing_ids([ch.id for _, ch in same]) if same else set()
-        report.chunks_skipped += len(stored)
-        todo.extend((p, ch) for p, ch in same if ch.id not in stored)
-        if todo:
-            topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
-            self._write([StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo], report)
-            self._remove_stale([p.id for p, _ in todo], "abstract", {ch.id for _, ch in todo}, report)
-            self.lib.catalog.upsert_papers((p, ch.id, topics[p.id]) for p, ch in todo)
-        report.papers += len(papers)  # counted once stored: a failed batch is retried record by record
-        report.paper_ids.extend(p.id for p in papers)
+        todo = [(p, ch) for p, ch in pairs if not (known.get(p.id, (None, None))[0] == ch.id and ch.id in stored)]
+        topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
+        new = [StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo if ch.id not in stored]
+        return RecordBatch(papers, todo, topics, new, skipped=len(pairs) - len(new))
+
+    def _commit_records(self, batch: RecordBatch, report: IngestReport) -> None:
+        """After the batch's new chunks are in the store: drop the papers' stale chunks, then write their
+        catalogue rows (a catalogue row never points at a chunk the store lacks)."""
+        if batch.todo:
+            self._remove_stale([p.id for p, _ in batch.todo], "abstract", {ch.id for _, ch in batch.todo}, report)
+            self.lib.catalog.upsert_papers((p, ch.id, batch.topics[p.id]) for p, ch in batch.todo)
+        report.chunks_added += len(batch.new)
+        report.chunks_skipped += batch.skipped
+        report.papers += len(batch.papers)  # counted once stored: a failed batch is retried record by record
+        report.paper_ids.extend(p.id for p in batch.papers)
         if self.progress:
             self.progress(report.papers, report.chunks_added + report.chunks_skipped)
 
