@@ -35,6 +35,7 @@ free_port() { .venv/bin/python -c "import socket; s=socket.socket(); s.bind(('12
 ray_dir=$(mktemp -d /tmp/ray-XXXXXX)
 ray_port=$(free_port)
 .venv/bin/ray start --head --block --node-ip-address=127.0.0.1 --port="$ray_port" --ray-client-server-port="$(free_port)" \
+  --dashboard-port="$(free_port)" --dashboard-agent-listen-port="$(free_port)" \
   --num-cpus=2 --include-dashboard=false --disable-usage-stats --object-store-memory=200000000 --temp-dir="$ray_dir" >"$ray_dir.log" 2>&1 &
 ray_pid=$!
 trap 'kill "$chroma_pid" "$ray_pid" 2>/dev/null; wait "$chroma_pid" "$ray_pid" 2>/dev/null; rm -rf "$chroma_dir" "$chroma_dir.log" "$ray_dir" "$ray_dir.log"' EXIT

@@ -58,6 +58,7 @@ def ray_address() -> Iterator[str]:
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     log = open(f"{tmp}.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([exe, "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}", f"--ray-client-server-port={free_port()}",
+                             f"--dashboard-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
                              "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats", "--object-store-memory=200000000", f"--temp-dir={tmp}"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
