@@ -95,13 +95,16 @@ class RayIngester(Ingester):
         workers: how many embedding workers (one CPU each); None: one per CPU of the cluster.
         batch: records per Ray task.
         progress: called after each committed batch with running totals.
+        start: start the workers (and load their models) now; else on the first batch that needs embedding.
 
     Raises:
         ConfigError: no Chroma server configured, ray missing, or more workers than the cluster has CPUs.
         NetworkError: the cluster cannot be reached.
     """
 
-    def __init__(self, library: Library, address: str, workers: int | None = None, batch: int = RAY_BATCH, progress: Progress | None = None) -> None:
+    def __init__(
+        self, library: Library, address: str, workers: int | None = None, batch: int = RAY_BATCH, progress: Progress | None = None, start: bool = False
+    ) -> None:
         super().__init__(library, progress=progress)
         if not library.settings.chroma_url:
             raise ConfigError(
@@ -117,11 +120,13 @@ class RayIngester(Ingester):
             n = workers or max(1, cpus)
             if n > cpus:
                 raise ConfigError(f"{n} workers asked for, but the Ray cluster at {address} has {cpus} CPUs", f"use --workers {max(1, cpus)} or fewer")
+            self.n_workers = n
+            self.where: tuple[str, str | None] = ("", None)  # known once the workers are up
+            if start:
+                self._start_workers()
         except BaseException:
             self.close()
             raise
-        self.n_workers = n
-        self.where: tuple[str, str | None] = ("", None)  # known once the workers are up
         self._pending: deque[tuple[RecordBatch, Any]] = deque()  # submitted, in order; the task's ref or None
         self._in_flight: Counter[str] = Counter()  # paper ids of the pending batches
         self._sent = 0
@@ -132,7 +137,14 @@ class RayIngester(Ingester):
         if not self.workers:
             actor = self._ray.remote(num_cpus=1, max_restarts=2, max_task_retries=2)(EmbedWorker)
             self.workers = [actor.remote(self.settings, 1) for _ in range(self.n_workers)]
-            self.where = self._ray.get([w.device.remote() for w in self.workers])[0]
+            try:
+                self.where = self._ray.get([w.device.remote() for w in self.workers])[0]
+            except self._ray.exceptions.RayError as exc:  # e.g. paperchat missing on a node, or the store is another embedder's
+                last = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                raise ConfigError(
+                    f"the Ray workers could not start ({last})",
+                    "install paperchat (same version, `dist` extra) on every node, check that they reach PAPERCHAT_CHROMA_URL, and see the Ray logs",
+                ) from exc
         return self.workers
 
     def close(self) -> None:
