@@ -13,6 +13,7 @@ nothing and starts no worker; a run interrupted between the store and the catalo
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ import numpy as np
 import pytest
 
 from paperchat.assistant import Assistant
-from paperchat.errors import ConfigError
+from paperchat.errors import ConfigError, NetworkError
 from paperchat.ingestion.pipeline import Ingester, IngestReport
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
@@ -178,12 +179,37 @@ def test_ray_rerun_adds_nothing_and_an_interrupted_run_completes(local_ingest: t
     assert not lib.lexical.is_dirty() and sorted(lib.ready_lexical().ids) == before
 
 
+@pytest.mark.slow
+def test_bench_ray_small(sample_jsonl: Path, chroma_url: str, ray_address: str, tmp_path: Path) -> None:  # noqa: F811
+    # after the round trips (it empties the server they wrote): the numbers come from `paperchat bench ray`
+    from paperchat import bench
+
+    _clear_server(chroma_url)
+    res = bench.bench_ray_ingest(sample_jsonl, 24, make_settings(tmp_path / "s", chroma_url=chroma_url), ray_address, [1, 2], batch=8)
+    assert res["abstracts"] == 24 and res["ray_1w_per_worker"] > 0 and res["ray_2w_abstracts_per_s"] > 0 and res["arxiv_worker_hours"] > 0
+    with pytest.raises(ConfigError):  # never into a server that holds chunks: it deletes what it wrote
+        lib = Assistant(make_settings(tmp_path / "t", chroma_url=chroma_url))
+        lib.ingest_papers(itertools.islice(read_records(sample_jsonl), 2))
+        lib.close()
+        bench.bench_ray_ingest(sample_jsonl, 4, make_settings(tmp_path / "u", chroma_url=chroma_url), ray_address, [1])
+
+
 def test_ray_ingest_needs_a_chroma_server(tmp_path: Path) -> None:
     assistant = Assistant(make_settings(tmp_path / "store", embedder="hashing"))
     with pytest.raises(ConfigError) as exc:
         assistant.ingest_papers_on_ray([], "127.0.0.1:1")
     assert "PAPERCHAT_CHROMA_URL" in str(exc.value)
     assistant.close()
+
+
+def test_unreachable_ray_cluster_is_an_error_at_once() -> None:
+    pytest.importorskip("ray")
+    from paperchat.ingestion.distributed import connect
+
+    t0 = time.monotonic()
+    with pytest.raises(NetworkError) as exc:
+        connect(f"127.0.0.1:{free_port()}")  # ray.init alone retries for minutes
+    assert "cannot reach the Ray cluster" in str(exc.value) and "ray start --head" in str(exc.value) and time.monotonic() - t0 < 30
 
 
 def test_cli_workers_without_ray_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

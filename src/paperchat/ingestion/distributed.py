@@ -15,6 +15,7 @@ server; they export the ONNX model into their own `PAPERCHAT_MODELS_DIR` once, o
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter, deque
 from typing import Any
 
@@ -49,13 +50,17 @@ def connect(address: str) -> bool:
     ray = import_ray()
     if ray.is_initialized():
         return False
+    hint = "start one with `ray start --head --port PORT` and pass HOST:PORT to --ray"
+    if address != "auto":  # ray.init retries an address where nothing listens for minutes: ask once first
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host.removeprefix("ray://") or "127.0.0.1", int(port)), timeout=5).close()
+        except (OSError, ValueError) as exc:
+            raise NetworkError(f"cannot reach the Ray cluster at {address} ({exc})", hint) from exc
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise NetworkError(
-            f"cannot reach the Ray cluster at {address} ({exc})",
-            "start one with `ray start --head --port PORT` and pass HOST:PORT to --ray",
-        ) from exc
+        raise NetworkError(f"cannot reach the Ray cluster at {address} ({exc})", hint) from exc
     return True
 
 
