@@ -73,6 +73,7 @@ def ray_address() -> Iterator[str]:
         proc.wait(timeout=60)
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
+        Path(f"{tmp}.log").unlink(missing_ok=True)
 
 
 def _clear_server(url: str) -> None:
