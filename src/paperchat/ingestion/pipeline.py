@@ -28,6 +28,7 @@ from paperchat.text import clean_text
 from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf
 
 PAPER_BATCH = 512
+PDF_EMBED_GROUP = 256  # new PDF chunks embedded in one call: a few PDFs, sorted by length together
 Progress = Callable[[int, int], None]  # (papers done, chunks done)
 
 
@@ -99,6 +100,27 @@ class RecordBatch:
     skipped: int = 0
 
 
+@dataclass
+class PdfPlan:
+    """One parsed PDF, planned: its paper (new or known), its chunk ids, and the chunks to embed and write."""
+
+    source: Path
+    pdf: ParsedPdf
+    paper: Paper
+    is_new: bool
+    topics: list[str]
+    chunk_ids: set[str]
+    abs_chunk: Chunk | None
+    pdf_hash: str
+    new: list[StoredChunk]
+    skipped: int
+
+
+def _pdf_paper_id(pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> str:
+    """The paper id a PDF is stored under: the given one, the sidecar's or the stamp's arXiv id, else its hash."""
+    return paper_id or (side.get("arxiv_id") or None) or pdf.arxiv_id or f"pdf-{pdf.sha256[:12]}"
+
+
 class Ingester:
     """Writes papers and PDFs into a Library.
 
@@ -136,18 +158,6 @@ class Ingester:
         if todo:
             vectors[todo] = self.lib.embedder.embed([chunks[i].text for i in todo], self.settings.batch_size)
         return vectors
-
-    def _write(self, chunks: Sequence[StoredChunk], report: IngestReport) -> None:
-        """Embed and store the chunks that are not stored yet (checked before embedding)."""
-        existing = self.lib.store.existing_ids([c.id for c in chunks])
-        new = [c for c in chunks if c.id not in existing]
-        report.chunks_skipped += len(chunks) - len(new)
-        if not new:
-            return
-        self._mark_dirty()
-        vecs = self._embed(new)
-        self.lib.store.upsert(new, vecs)
-        report.chunks_added += len(new)
 
     def _remove_stale(self, paper_ids: Sequence[str], kind: ChunkKind, keep: set[str], report: IngestReport) -> None:
         if not paper_ids:
@@ -289,17 +299,23 @@ class Ingester:
         if to_parse:
             self.lib.store.record_chunking()
         workers = 1 if len(to_parse) < 4 else 2
+        group: list[PdfPlan] = []  # parsed and planned, waiting to be embedded together
         for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers, self.settings.max_pdf_pages):
             if res.pdf is None:
                 report.failed.append(Failure(str(res.path), res.error or "unknown error"))
                 continue
+            side = sidecars.get(str(res.path.resolve()), {})
+            if any(q.paper.id == _pdf_paper_id(res.pdf, side, paper_id) for q in group):
+                self._flush_pdfs(group, report)  # the same paper twice: the second is planned after the first is written
+                group = []
             try:
-                self._one_pdf(res.pdf, sidecars.get(str(res.path.resolve()), {}), chunker, f"{shas[res.path]}:{signature}", paper_id, report)
-                report.stored.append((str(res.path), f"stored as {report.paper_ids[-1]} ({len(res.pdf.pages)} pages)"))
+                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, f"{shas[res.path]}:{signature}", paper_id))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
-            if self.progress:
-                self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+            if sum(len(q.new) for q in group) >= PDF_EMBED_GROUP:
+                self._flush_pdfs(group, report)
+                group = []
+        self._flush_pdfs(group, report)
         # every input ends in the summary, stored or failed: nothing is dropped without a word
         told = {src for src, _ in report.stored} | {f.source for f in report.failed}
         report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
@@ -312,7 +328,7 @@ class Ingester:
     def _paper_for_pdf(self, pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> tuple[Paper, bool]:
         """The paper a PDF belongs to: the known abstract record when its id is known, else a new one."""
         arxiv = paper_id or (side.get("arxiv_id") or None) or pdf.arxiv_id
-        pid = arxiv or f"pdf-{pdf.sha256[:12]}"
+        pid = _pdf_paper_id(pdf, side, paper_id)
         known = self.lib.catalog.get(pid)
         if known is not None:
             return known, False
@@ -328,23 +344,55 @@ class Ingester:
         )
         return paper, True
 
-    def _one_pdf(self, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None, report: IngestReport) -> None:
+    def _plan_pdf(self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None) -> PdfPlan:
+        """A parsed PDF's paper, chunks and the chunks the store does not hold yet (reads only)."""
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
         topics = paper.topics if not is_new else self.lib.topics.match(paper)
         chunks = chunker.chunk_pages(paper.id, pdf.pages)
         abs_chunk = abstract_chunk(paper) if is_new else None
         if abs_chunk is not None:
             chunks.append(abs_chunk)
-        self._write([StoredChunk.of(c, paper.date, topics) for c in chunks], report)
-        self._remove_stale([paper.id], "pdf", {c.id for c in chunks}, report)
-        if is_new:
-            self.lib.catalog.upsert_papers([(paper, abs_chunk.id if abs_chunk else None, topics)])
+        stored = [StoredChunk.of(c, paper.date, topics) for c in chunks]
+        existing = self.lib.store.existing_ids([c.id for c in stored])
+        new = [c for c in stored if c.id not in existing]
+        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, pdf_hash, new, len(stored) - len(new))
+
+    def _flush_pdfs(self, group: Sequence[PdfPlan], report: IngestReport) -> None:
+        """Embed the new chunks of several PDFs in one call (batched by length across them, so batches carry
+        less padding than one PDF's few chunks would), then write each PDF on its own, in order."""
+        new = [c for q in group for c in q.new]
+        try:
+            vectors = self._embed(new) if new else None
+        except Exception as exc:  # an embedder error fails these files, never the rest of the run
+            report.failed.extend(Failure(str(q.source), f"could not be stored ({type(exc).__name__}: {exc})") for q in group)
+            return
+        at = 0
+        for q in group:
+            vecs = vectors[at : at + len(q.new)] if vectors is not None else None
+            at += len(q.new)
+            try:
+                self._write_pdf(q, vecs, report)
+                report.stored.append((str(q.source), f"stored as {q.paper.id} ({len(q.pdf.pages)} pages)"))
+            except Exception as exc:  # a store error on one file must not lose the rest of the batch
+                report.failed.append(Failure(str(q.source), f"could not be stored ({type(exc).__name__}: {exc})"))
+            if self.progress:
+                self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+
+    def _write_pdf(self, q: PdfPlan, vectors: np.ndarray | None, report: IngestReport) -> None:
+        if q.new and vectors is not None:
+            self._mark_dirty()
+            self.lib.store.upsert(q.new, vectors)
+        report.chunks_added += len(q.new)
+        report.chunks_skipped += q.skipped
+        self._remove_stale([q.paper.id], "pdf", q.chunk_ids, report)
+        if q.is_new:
+            self.lib.catalog.upsert_papers([(q.paper, q.abs_chunk.id if q.abs_chunk else None, q.topics)])
         from paperchat.ingestion.pdfstore import store_pdf  # the app serves only these copies, never the source folder
 
-        stored = store_pdf(Path(pdf.path), pdf.sha256, self.settings)
-        self.lib.catalog.set_pdf(paper, str(stored), pdf.sha256, pdf_hash, topics)
+        stored = store_pdf(Path(q.pdf.path), q.pdf.sha256, self.settings)
+        self.lib.catalog.set_pdf(q.paper, str(stored), q.pdf.sha256, q.pdf_hash, q.topics)
         report.papers += 1
-        report.paper_ids.append(paper.id)
+        report.paper_ids.append(q.paper.id)
 
     # -- removal --------------------------------------------------------------------------------------
 
