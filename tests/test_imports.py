@@ -9,7 +9,7 @@ import sys
 
 from .conftest import ROOT
 
-HEAVY = ("torch", "gradio", "chromadb", "sentence_transformers", "transformers", "onnxruntime", "tokenizers")
+HEAVY = ("torch", "gradio", "chromadb", "sentence_transformers", "transformers", "onnxruntime", "tokenizers", "ray")
 
 # the core a CLI command or a library user imports before doing anything: none of it may load a model
 # runtime or the web UI (the vector store's chromadb is imported by the store when it opens)

@@ -167,3 +167,29 @@ def test_cli_exit_codes_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert code == 0 and json.loads(out)["papers"] == 5
     code, _, err = cli("remove", "--paper", "nope")
     assert code == 2 and "not in the store" in err and "Traceback" not in err
+
+
+def test_pdfs_embedded_together_are_stored_as_one_by_one(tmp_path: Path, counted: CountingEmbedder) -> None:
+    # one run embeds the new chunks of several PDFs in one call; each PDF is stored as if ingested alone, and a
+    # paper met twice in the run (a second file with the same arXiv stamp, one page changed) replaces the first
+    from .pdfmaker import make_pdf
+
+    other = [p.replace(PAPER_ID, "2401.08888").replace("Hard Negatives", "Soft Positives") for p in PAPER_PAGES]
+    changed = [*PAPER_PAGES[:3], PAPER_PAGES[3].replace("Future work", "Later work")]
+    a, b, c = (make_pdf(tmp_path / f"{n}.pdf", pages) for n, pages in (("a", PAPER_PAGES), ("b", other), ("c", changed)))
+
+    def store(name: str, runs: list[list[Path]]) -> tuple[list[str], int]:
+        lib = Library(hashing_settings(tmp_path / name), embedder=counted)  # type: ignore[arg-type]
+        added = 0
+        for files in runs:
+            rep = Ingester(lib).ingest_pdfs(files)
+            assert not rep.failures, rep.failed
+            added += rep.chunks_added
+        ids = sorted(lib.store.all_ids())
+        assert sorted(lib.ready_lexical().ids) == ids and lib.catalog.count() == len({lib.store.get_chunks([i])[i].paper_id for i in ids})
+        lib.close()
+        return ids, added
+
+    assert store("together", [[a, b]]) == store("alone", [[a], [b]])
+    together, added = store("twice", [[a, c]])
+    assert together == store("in-turn", [[a], [c]])[0] and added == len(together) + 1  # a's chunks, then only c's changed page

@@ -70,6 +70,49 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
     }
 
 
+ARXIV_ABSTRACTS = 2_500_000  # all of arXiv, for the projection
+
+
+def bench_ray_ingest(source: Path, limit: int | None, settings: Settings, address: str, workers: list[int], batch: int | None = None) -> dict[str, Any]:
+    """The Ray batch ingest of `limit` abstracts with each number of `workers`, against our local ingest of
+    the same records into the same Chroma server (settings.chroma_url, which must be empty: a scratch server;
+    each run's chunks are deleted after it). Per run: the steady rate (workers started and their models
+    loaded before the clock starts: `ray_<n>w_s`) and the wall time with that start (`ray_<n>w_wall_s`); then
+    abstracts/s per worker and what all of arXiv would take at that rate."""
+    if not settings.chroma_url:
+        raise ConfigError("bench ray writes into a Chroma server, and none is set", "start a scratch one (`chroma run --path DIR --port PORT`) and set PAPERCHAT_CHROMA_URL")
+    items = Assistant.read_records(source, limit)
+    n = len(Assistant.abstract_texts([p for p in items if isinstance(p, Paper)]))
+    out: dict[str, Any] = {"abstracts": n, "workers": workers, "ray_batch": batch}
+    with tempfile.TemporaryDirectory() as tmp:
+        def fresh(name: str) -> Assistant:
+            lib = Assistant(settings.model_copy(update={"data_dir": Path(tmp) / name, "models_dir": settings.models_path}))
+            if lib.counts()[1]:
+                lib.close()
+                raise ConfigError(f"the Chroma server at {settings.chroma_url} holds chunks already", "bench ray needs an empty scratch server (it deletes what it wrote)")
+            return lib
+
+        local = fresh("local")
+        local.embed(["warm up"] * 4)  # model load is not ingest
+        _, local_s = _seconds(lambda: local.ingest_papers(iter(items)))
+        local.drop_vectors()
+        local.close()
+        out.update(local_s=round(local_s, 2), local_abstracts_per_s=round(n / local_s, 2))
+        for w in workers:
+            lib = fresh(f"ray{w}")
+            rep, wall = _seconds(lambda: lib.ingest_papers_on_ray(iter(items), address, w, batch, start_first=True))  # noqa: B023 - called at once
+            lib.drop_vectors()
+            lib.close()
+            if rep.failed or rep.chunks_added != n:
+                raise ConfigError(f"the Ray ingest with {w} workers stored {rep.chunks_added} of {n} abstracts ({len(rep.failed)} failed)", "see the Ray logs")
+            rate = n / rep.seconds
+            out.update({f"ray_{w}w_s": round(rep.seconds, 2), f"ray_{w}w_wall_s": round(wall, 2), f"ray_{w}w_abstracts_per_s": round(rate, 2),
+                        f"ray_{w}w_per_worker": round(rate / w, 2), f"ray_{w}w/local": round(rep.seconds / local_s, 3)})
+        per_worker = out[f"ray_{min(workers)}w_per_worker"]  # the fewest workers: the least contended rate per worker
+        out["arxiv_worker_hours"] = round(ARXIV_ABSTRACTS / per_worker / 3600, 1)
+    return out
+
+
 def _torch_minilm(texts: list[str], settings: Settings, folder: Path, limit_s: float, ours_s: float) -> dict[str, Any]:
     """MiniLM through torch (today's default) alone on the same texts, in the same run: the yardstick of a
     faster backend. Measured twice, around nothing else, and averaged."""

@@ -4,7 +4,7 @@ need (a subset copied with its vectors, the texts our chunker makes, the Chroma 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,61 @@ class IngestOps:
                 continue
             report.merge(self.ingest_papers(read_records(path, max_line), show_progress))
         return report
+
+    def ingest_papers_on_ray(
+        self,
+        items: Iterable[Paper | Failure],
+        address: str,
+        workers: int | None = None,
+        batch: int | None = None,
+        show_progress: bool | None = False,
+        start_first: bool = False,
+    ) -> IngestReport:
+        """Ingest paper records as `ingest_papers` does, with the embedding mapped over batches of `batch`
+        records across `workers` Ray workers (None: one per CPU of the cluster) that write into the Chroma
+        server (settings.chroma_url); the same chunk ids, skips and catalogue, the BM25 index rebuilt after.
+        `start_first`: start the workers before the report's clock starts (the benchmark's steady rate); else
+        they start on the first batch that needs embedding (a rerun that finds everything stored starts none).
+
+        Raises:
+            ConfigError: no Chroma server set, ray not installed (the `dist` extra), too many workers.
+            NetworkError: the Ray cluster at `address` cannot be reached.
+        """
+        from paperchat.ingestion.distributed import RAY_BATCH, RayIngester
+        from paperchat.progress import make_progress
+
+        update, close = make_progress(None, enabled=show_progress)
+        try:
+            ingester = RayIngester(self.library, address, workers, batch or RAY_BATCH, progress=update, start=start_first)
+            try:
+                return ingester.ingest_records(items)
+            finally:
+                ingester.close()
+        finally:
+            close()
+
+    def ingest_record_files_on_ray(
+        self, paths: Sequence[Path], address: str, workers: int | None = None, batch: int | None = None, show_progress: bool | None = None
+    ) -> IngestReport:
+        """`ingest_record_files` on a Ray cluster (see `ingest_papers_on_ray`): every file in one stream."""
+        return self.ingest_papers_on_ray(self._record_stream(paths), address, workers, batch, show_progress)
+
+    def _record_stream(self, paths: Sequence[Path]) -> Iterator[Paper | Failure]:
+        """The records of these files one after another; a missing file is a failure in the stream."""
+        from paperchat.ingestion.records import read_records
+
+        max_line = int(self.settings.max_record_line_mb * 1024 * 1024)
+        for path in paths:
+            if path.is_file():
+                yield from read_records(path, max_line)
+            else:
+                yield Failure(str(path), "no such file")
+
+    def drop_vectors(self) -> int:
+        """Delete every chunk of the vector store (the benchmarks' scratch stores only); returns how many."""
+        ids = self.library.store.all_ids()
+        self.library.store.delete(ids)
+        return len(ids)
 
     def ingest_arxiv(self, query: str | None = None, file: Path | None = None, max_results: int = 100) -> IngestReport:
         """Ingest an arXiv API answer: a saved Atom response (`file`) or a live `query`.

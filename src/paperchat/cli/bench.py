@@ -1,4 +1,4 @@
-"""`paperchat bench ingest|query|startup|viewer`: benchmarks against a baseline measured in the same run
+"""`paperchat bench ingest|ray|query|startup|viewer`: benchmarks against a baseline measured in the same run
 (`paperchat.bench`, imported only here; its naive baseline needs the `dev` extra)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.cli.common import open_assistant, settings_from
+from paperchat.errors import InputError
 
 
 def machine() -> str:
@@ -29,6 +30,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.pdfs:
             pdfs = sorted(Path(args.pdfs).rglob("*.pdf"))[: args.pdf_limit]
             res["pdfs"] = bench.bench_ingest_pdfs(pdfs, settings)
+    elif args.what == "ray":
+        if not args.ray:
+            raise InputError("bench ray needs --ray HOST:PORT", "the address of a Ray cluster's head")
+        counts = [int(w) for w in args.workers.split(",")]
+        res = {"ray": bench.bench_ray_ingest(Path(args.source), args.limit, settings, args.ray, counts, args.ray_batch)}
     elif args.what == "query":
         rows = [json.loads(line) for line in open(args.source, encoding="utf-8") if line.strip()]
         qs = [(r["question"], r["topic"]) for r in rows if r.get("scope") == "topic"]
@@ -64,11 +70,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add `bench`."""
     bn = sub.add_parser("bench", help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, startup and memory, the paper viewer")
-    bn.add_argument("what", choices=["ingest", "query", "startup", "viewer"])
-    bn.add_argument("source", help="ingest: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question; viewer: a PDF")
+    bn.add_argument("what", choices=["ingest", "ray", "query", "startup", "viewer"])
+    bn.add_argument("source", help="ingest, ray: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question; viewer: a PDF")
     bn.add_argument("--set", help="viewer: also place the evidence quotes (and AskPDF's citations) of this paper question set")
     bn.add_argument("--pdf-root", help="viewer --set: the folder the set's `pdf` paths are relative to (default: ../pdfs beside the set's folder)")
-    bn.add_argument("--limit", type=int, help="ingest: only the first N records")
+    bn.add_argument("--limit", type=int, help="ingest, ray: only the first N records")
+    bn.add_argument("--ray", metavar="HOST:PORT", help="ray: the Ray cluster (the ingest writes into PAPERCHAT_CHROMA_URL, an empty scratch server)")
+    bn.add_argument("--workers", default="1,2", help="ray: the numbers of workers to measure, e.g. 1,2")
+    bn.add_argument("--ray-batch", type=int, help="ray: records per Ray task (default 256)")
     bn.add_argument("--pdfs", help="ingest: also a folder of PDFs")
     bn.add_argument("--pdf-limit", type=int, default=40, help="ingest: at most N PDFs of --pdfs")
     bn.add_argument("--sizes", default="1000,10000,all", help="query: store sizes in abstracts (subsets copied with their vectors)")

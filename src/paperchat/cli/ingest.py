@@ -18,8 +18,13 @@ def _progress(args: argparse.Namespace) -> bool | None:
 
 def cmd_abstracts(args: argparse.Namespace) -> int:
     """Ingest arXiv metadata files (JSONL or JSON arrays, .gz ok), each read once as a stream."""
+    if not args.ray and (args.workers or args.ray_batch):
+        raise InputError("--workers and --ray-batch go with --ray", "add --ray HOST:PORT (a Ray cluster's head), or leave them out")
     assistant = open_assistant(settings_from(args))
-    return print_report(assistant.ingest_record_files([Path(p) for p in args.paths], _progress(args)), args.json)
+    paths = [Path(p) for p in args.paths]
+    if args.ray:
+        return print_report(assistant.ingest_record_files_on_ray(paths, args.ray, args.workers, args.ray_batch, _progress(args)), args.json)
+    return print_report(assistant.ingest_record_files(paths, _progress(args)), args.json)
 
 
 def cmd_pdf(args: argparse.Namespace) -> int:
@@ -64,6 +69,10 @@ def register(sub: Any) -> None:
     kinds = ing.add_subparsers(dest="kind", required=True)
     a = kinds.add_parser("abstracts", help="arXiv metadata JSONL (listing or Kaggle shape, .gz ok)")
     a.add_argument("paths", nargs="+")
+    a.add_argument("--ray", metavar="HOST:PORT", help="embed on this Ray cluster (its head's address, or 'auto'), writing into the Chroma server "
+                   "PAPERCHAT_CHROMA_URL; needs the `dist` extra")
+    a.add_argument("--workers", type=int_in(1, 4096, "--workers"), help="with --ray: embedding workers, one CPU each (default: one per CPU of the cluster)")
+    a.add_argument("--ray-batch", type=int_in(1, 100_000, "--ray-batch"), help="with --ray: records per Ray task (default 256)")
     a.set_defaults(func=cmd_abstracts)
     pdf = kinds.add_parser("pdf", help="PDF files or folders")
     pdf.add_argument("paths", nargs="+")

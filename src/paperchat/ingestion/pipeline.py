@@ -28,6 +28,7 @@ from paperchat.text import clean_text
 from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf
 
 PAPER_BATCH = 512
+PDF_EMBED_GROUP = 256  # new PDF chunks embedded in one call: a few PDFs, sorted by length together
 Progress = Callable[[int, int], None]  # (papers done, chunks done)
 
 
@@ -87,6 +88,39 @@ class IngestReport:
         self.device_note = other.device_note or self.device_note
 
 
+@dataclass
+class RecordBatch:
+    """One batch of abstract records, planned: `todo` are the papers to (re)write with their chunk, `new` the
+    chunks the store does not hold yet (to embed and write), `skipped` the chunks already stored."""
+
+    papers: list[Paper]
+    todo: list[tuple[Paper, Chunk]]
+    topics: dict[str, list[str]]
+    new: list[StoredChunk]
+    skipped: int = 0
+
+
+@dataclass
+class PdfPlan:
+    """One parsed PDF, planned: its paper (new or known), its chunk ids, and the chunks to embed and write."""
+
+    source: Path
+    pdf: ParsedPdf
+    paper: Paper
+    is_new: bool
+    topics: list[str]
+    chunk_ids: set[str]
+    abs_chunk: Chunk | None
+    pdf_hash: str
+    new: list[StoredChunk]
+    skipped: int
+
+
+def _pdf_paper_id(pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> str:
+    """The paper id a PDF is stored under: the given one, the sidecar's or the stamp's arXiv id, else its hash."""
+    return paper_id or (side.get("arxiv_id") or None) or pdf.arxiv_id or f"pdf-{pdf.sha256[:12]}"
+
+
 class Ingester:
     """Writes papers and PDFs into a Library.
 
@@ -101,6 +135,7 @@ class Ingester:
         self.settings = library.settings
         self.vector_cache = vector_cache or {}
         self.progress = progress
+        self.paper_batch = PAPER_BATCH  # records per batch
         self._dirty = False
 
     # -- shared steps -------------------------------------------------------------------------------
@@ -123,18 +158,6 @@ class Ingester:
         if todo:
             vectors[todo] = self.lib.embedder.embed([chunks[i].text for i in todo], self.settings.batch_size)
         return vectors
-
-    def _write(self, chunks: Sequence[StoredChunk], report: IngestReport) -> None:
-        """Embed and store the chunks that are not stored yet (checked before embedding)."""
-        existing = self.lib.store.existing_ids([c.id for c in chunks])
-        new = [c for c in chunks if c.id not in existing]
-        report.chunks_skipped += len(chunks) - len(new)
-        if not new:
-            return
-        self._mark_dirty()
-        vecs = self._embed(new)
-        self.lib.store.upsert(new, vecs)
-        report.chunks_added += len(new)
 
     def _remove_stale(self, paper_ids: Sequence[str], kind: ChunkKind, keep: set[str], report: IngestReport) -> None:
         if not paper_ids:
@@ -173,16 +196,20 @@ class Ingester:
                 report.failed.append(item)
                 continue
             batch.append(item)
-            if len(batch) >= PAPER_BATCH:
+            if len(batch) >= self.paper_batch:
                 self._records_batch_safe(batch, report)
                 batch = []
         if batch:
             self._records_batch_safe(batch, report)
+        self._drain(report)
         self.finish()
         tag_papers(self.lib, report.paper_ids)  # nearest discovered topics; one cheap query when there are none
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
+
+    def _drain(self, report: IngestReport) -> None:
+        """Finish batches still in flight before the index is rebuilt (none here: each batch is written whole)."""
 
     def _records_batch_safe(self, papers: list[Paper], report: IngestReport) -> None:
         """One batch; when the store refuses it, record by record, so one bad record fails alone."""
@@ -196,25 +223,33 @@ class Ingester:
                 self._records_batch_safe([p], report)
 
     def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
+        batch = self._plan_records(papers)
+        if batch.new:
+            self._mark_dirty()
+            self.lib.store.upsert(batch.new, self._embed(batch.new))
+        self._commit_records(batch, report)
+
+    def _plan_records(self, papers: list[Paper]) -> RecordBatch:
+        """What a batch of records needs (reads only): the papers to (re)write and the chunks to embed."""
         known = self.lib.catalog.hashes(p.id for p in papers)
-        todo: list[tuple[Paper, Chunk]] = []
-        same: list[tuple[Paper, Chunk]] = []
-        for p in papers:
-            ch = abstract_chunk(p)
-            if ch is None:
-                continue
-            (same if known.get(p.id, (None, None))[0] == ch.id else todo).append((p, ch))
+        pairs = [(p, ch) for p in papers if (ch := abstract_chunk(p)) is not None]
+        stored = self.lib.store.existing_ids([ch.id for _, ch in pairs]) if pairs else set()
         # unchanged by the catalogue, and its chunk still in the store: nothing to embed, nothing to write
-        stored = self.lib.store.existing_ids([ch.id for _, ch in same]) if same else set()
-        report.chunks_skipped += len(stored)
-        todo.extend((p, ch) for p, ch in same if ch.id not in stored)
-        if todo:
-            topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
-            self._write([StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo], report)
-            self._remove_stale([p.id for p, _ in todo], "abstract", {ch.id for _, ch in todo}, report)
-            self.lib.catalog.upsert_papers((p, ch.id, topics[p.id]) for p, ch in todo)
-        report.papers += len(papers)  # counted once stored: a failed batch is retried record by record
-        report.paper_ids.extend(p.id for p in papers)
+        todo = [(p, ch) for p, ch in pairs if not (known.get(p.id, (None, None))[0] == ch.id and ch.id in stored)]
+        topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
+        new = [StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo if ch.id not in stored]
+        return RecordBatch(papers, todo, topics, new, skipped=len(pairs) - len(new))
+
+    def _commit_records(self, batch: RecordBatch, report: IngestReport) -> None:
+        """After the batch's new chunks are in the store: drop the papers' stale chunks, then write their
+        catalogue rows (a catalogue row never points at a chunk the store lacks)."""
+        if batch.todo:
+            self._remove_stale([p.id for p, _ in batch.todo], "abstract", {ch.id for _, ch in batch.todo}, report)
+            self.lib.catalog.upsert_papers((p, ch.id, batch.topics[p.id]) for p, ch in batch.todo)
+        report.chunks_added += len(batch.new)
+        report.chunks_skipped += batch.skipped
+        report.papers += len(batch.papers)  # counted once stored: a failed batch is retried record by record
+        report.paper_ids.extend(p.id for p in batch.papers)
         if self.progress:
             self.progress(report.papers, report.chunks_added + report.chunks_skipped)
 
@@ -264,17 +299,23 @@ class Ingester:
         if to_parse:
             self.lib.store.record_chunking()
         workers = 1 if len(to_parse) < 4 else 2
+        group: list[PdfPlan] = []  # parsed and planned, waiting to be embedded together
         for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers, self.settings.max_pdf_pages):
             if res.pdf is None:
                 report.failed.append(Failure(str(res.path), res.error or "unknown error"))
                 continue
+            side = sidecars.get(str(res.path.resolve()), {})
+            if any(q.paper.id == _pdf_paper_id(res.pdf, side, paper_id) for q in group):
+                self._flush_pdfs(group, report)  # the same paper twice: the second is planned after the first is written
+                group = []
             try:
-                self._one_pdf(res.pdf, sidecars.get(str(res.path.resolve()), {}), chunker, f"{shas[res.path]}:{signature}", paper_id, report)
-                report.stored.append((str(res.path), f"stored as {report.paper_ids[-1]} ({len(res.pdf.pages)} pages)"))
+                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, f"{shas[res.path]}:{signature}", paper_id))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
-            if self.progress:
-                self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+            if sum(len(q.new) for q in group) >= PDF_EMBED_GROUP:
+                self._flush_pdfs(group, report)
+                group = []
+        self._flush_pdfs(group, report)
         # every input ends in the summary, stored or failed: nothing is dropped without a word
         told = {src for src, _ in report.stored} | {f.source for f in report.failed}
         report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
@@ -287,7 +328,7 @@ class Ingester:
     def _paper_for_pdf(self, pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> tuple[Paper, bool]:
         """The paper a PDF belongs to: the known abstract record when its id is known, else a new one."""
         arxiv = paper_id or (side.get("arxiv_id") or None) or pdf.arxiv_id
-        pid = arxiv or f"pdf-{pdf.sha256[:12]}"
+        pid = _pdf_paper_id(pdf, side, paper_id)
         known = self.lib.catalog.get(pid)
         if known is not None:
             return known, False
@@ -303,23 +344,55 @@ class Ingester:
         )
         return paper, True
 
-    def _one_pdf(self, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None, report: IngestReport) -> None:
+    def _plan_pdf(self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None) -> PdfPlan:
+        """A parsed PDF's paper, chunks and the chunks the store does not hold yet (reads only)."""
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
         topics = paper.topics if not is_new else self.lib.topics.match(paper)
         chunks = chunker.chunk_pages(paper.id, pdf.pages)
         abs_chunk = abstract_chunk(paper) if is_new else None
         if abs_chunk is not None:
             chunks.append(abs_chunk)
-        self._write([StoredChunk.of(c, paper.date, topics) for c in chunks], report)
-        self._remove_stale([paper.id], "pdf", {c.id for c in chunks}, report)
-        if is_new:
-            self.lib.catalog.upsert_papers([(paper, abs_chunk.id if abs_chunk else None, topics)])
+        stored = [StoredChunk.of(c, paper.date, topics) for c in chunks]
+        existing = self.lib.store.existing_ids([c.id for c in stored])
+        new = [c for c in stored if c.id not in existing]
+        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, pdf_hash, new, len(stored) - len(new))
+
+    def _flush_pdfs(self, group: Sequence[PdfPlan], report: IngestReport) -> None:
+        """Embed the new chunks of several PDFs in one call (batched by length across them, so batches carry
+        less padding than one PDF's few chunks would), then write each PDF on its own, in order."""
+        new = [c for q in group for c in q.new]
+        try:
+            vectors = self._embed(new) if new else None
+        except Exception as exc:  # an embedder error fails these files, never the rest of the run
+            report.failed.extend(Failure(str(q.source), f"could not be stored ({type(exc).__name__}: {exc})") for q in group)
+            return
+        at = 0
+        for q in group:
+            vecs = vectors[at : at + len(q.new)] if vectors is not None else None
+            at += len(q.new)
+            try:
+                self._write_pdf(q, vecs, report)
+                report.stored.append((str(q.source), f"stored as {q.paper.id} ({len(q.pdf.pages)} pages)"))
+            except Exception as exc:  # a store error on one file must not lose the rest of the batch
+                report.failed.append(Failure(str(q.source), f"could not be stored ({type(exc).__name__}: {exc})"))
+            if self.progress:
+                self.progress(report.papers, report.chunks_added + report.chunks_skipped)
+
+    def _write_pdf(self, q: PdfPlan, vectors: np.ndarray | None, report: IngestReport) -> None:
+        if q.new and vectors is not None:
+            self._mark_dirty()
+            self.lib.store.upsert(q.new, vectors)
+        report.chunks_added += len(q.new)
+        report.chunks_skipped += q.skipped
+        self._remove_stale([q.paper.id], "pdf", q.chunk_ids, report)
+        if q.is_new:
+            self.lib.catalog.upsert_papers([(q.paper, q.abs_chunk.id if q.abs_chunk else None, q.topics)])
         from paperchat.ingestion.pdfstore import store_pdf  # the app serves only these copies, never the source folder
 
-        stored = store_pdf(Path(pdf.path), pdf.sha256, self.settings)
-        self.lib.catalog.set_pdf(paper, str(stored), pdf.sha256, pdf_hash, topics)
+        stored = store_pdf(Path(q.pdf.path), q.pdf.sha256, self.settings)
+        self.lib.catalog.set_pdf(q.paper, str(stored), q.pdf.sha256, q.pdf_hash, q.topics)
         report.papers += 1
-        report.paper_ids.append(paper.id)
+        report.paper_ids.append(q.paper.id)
 
     # -- removal --------------------------------------------------------------------------------------
 

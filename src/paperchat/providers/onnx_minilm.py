@@ -206,6 +206,7 @@ class OnnxMiniLMEmbedder:
         self.id = MINILM_ID + ("+onnx-int8" if quantized else "")
         self.device = device  # the setting ("auto", "cpu", "cuda") until the model loads, then "cpu" or "cuda"
         self.device_note: str | None = None
+        self.threads: int | None = None  # intra-op threads; None: every CPU this process may use (a Ray worker sets its share)
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -231,7 +232,7 @@ class OnnxMiniLMEmbedder:
                 tok.enable_truncation(MAX_TOKENS)
                 tok.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest of the batch (the file pads to 128)
                 opts = ort.SessionOptions()
-                opts.intra_op_num_threads = max(1, len(os.sched_getaffinity(0)))
+                opts.intra_op_num_threads = self.threads or max(1, len(os.sched_getaffinity(0)))
                 opts.inter_op_num_threads = 1
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 # no spin-waiting between ops: on 2 shared cores it stole the time slices of the other thread
