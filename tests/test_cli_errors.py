@@ -63,3 +63,16 @@ def test_the_test_suites_own_variables_are_allowed(tmp_path: Path) -> None:
     env = {"PAPERCHAT_TEST_DATA": str(tmp_path), "PAPERCHAT_TEST_CHROMA_URL": "http://127.0.0.1:1", "PAPERCHAT_LOAD_SECONDS": "1"}
     r = paperchat(tmp_path, "topics", "--check", str(records), **env)
     assert r.returncode == 0 and "1 papers" in r.stdout, r.stderr
+
+
+def test_every_variable_the_test_command_exports_is_accepted() -> None:
+    """scripts/test.sh exports PAPERCHAT_TEST_* names to every command the tests start: the settings check
+    must know them, or every CLI call in the suite fails with 'unknown setting' (it did, once)."""
+    import re
+
+    from paperchat.settings import check_environment
+
+    root = Path(__file__).resolve().parents[1]
+    exported = set(re.findall(r"export (PAPERCHAT_\w+)=", (root / "scripts" / "test.sh").read_text()))
+    assert {"PAPERCHAT_TEST_DATA", "PAPERCHAT_TEST_CHROMA_URL", "PAPERCHAT_TEST_RAY_ADDRESS"} <= exported
+    check_environment({name: "x" for name in exported}, env_file=None)

@@ -271,8 +271,8 @@ class Settings(BaseSettings):
 
 PREFIX = "PAPERCHAT_"
 # PAPERCHAT_ variables that are not settings: read by the test suite (tests/conftest.py, test_chroma_server.py,
-# test_load.py) and exported by scripts/test.sh, so every command the tests start sees them
-NOT_SETTINGS = frozenset({"PAPERCHAT_TEST_DATA", "PAPERCHAT_TEST_CHROMA_URL", "PAPERCHAT_LOAD_SECONDS"})
+# test_load.py, test_ray_ingest.py) and exported by scripts/test.sh, so every command the tests start sees them
+NOT_SETTINGS = frozenset({"PAPERCHAT_TEST_DATA", "PAPERCHAT_TEST_CHROMA_URL", "PAPERCHAT_TEST_RAY_ADDRESS", "PAPERCHAT_LOAD_SECONDS"})
 
 
 def setting_names(model: type[BaseModel] = Settings, prefix: str = PREFIX) -> list[str]:
