@@ -19,7 +19,7 @@ chroma_dir=$(mktemp -d)
 chroma_port=$(.venv/bin/python -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 .venv/bin/chroma run --path "$chroma_dir" --host 127.0.0.1 --port "$chroma_port" >"$chroma_dir.log" 2>&1 &
 chroma_pid=$!
-trap 'kill "$chroma_pid" 2>/dev/null; wait "$chroma_pid" 2>/dev/null; rm -rf "$chroma_dir" "$chroma_dir.log"' EXIT
+trap 'kill "$chroma_pid" 2>/dev/null; wait "$chroma_pid" 2>/dev/null || true; rm -rf "$chroma_dir" "$chroma_dir.log"' EXIT
 for _ in $(seq 1 120); do
   if .venv/bin/python -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1] + '/api/v2/heartbeat', timeout=1)" "http://127.0.0.1:$chroma_port" 2>/dev/null; then
     break
@@ -38,7 +38,8 @@ ray_port=$(free_port)
   --dashboard-port="$(free_port)" --dashboard-agent-listen-port="$(free_port)" \
   --num-cpus=2 --include-dashboard=false --disable-usage-stats --object-store-memory=200000000 --temp-dir="$ray_dir" >"$ray_dir.log" 2>&1 &
 ray_pid=$!
-trap 'kill "$chroma_pid" "$ray_pid" 2>/dev/null; wait "$chroma_pid" "$ray_pid" 2>/dev/null; rm -rf "$chroma_dir" "$chroma_dir.log" "$ray_dir" "$ray_dir.log"' EXIT
+# (`|| true`: under set -e a killed server's status, 143, would otherwise become the script's exit status)
+trap 'kill "$chroma_pid" "$ray_pid" 2>/dev/null; wait "$chroma_pid" "$ray_pid" 2>/dev/null || true; rm -rf "$chroma_dir" "$chroma_dir.log" "$ray_dir" "$ray_dir.log"' EXIT
 for _ in $(seq 1 120); do
   grep -q "Ray runtime started" "$ray_dir.log" 2>/dev/null && break
   kill -0 "$ray_pid" 2>/dev/null || { cat "$ray_dir.log" >&2; break; }
