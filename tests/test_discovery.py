@@ -237,3 +237,41 @@ def test_learned_membership_from_neighbours(lib: Library, capsys: pytest.Capture
     lib.close()
     assert main(["--data-dir", d, "topics", "show", on]) == 0
     assert f"and {len(learned[on])} papers whose nearest neighbours" in capsys.readouterr().out
+
+
+def test_repair_restores_discovered_topics_tags_and_learned_members(dlib: Library) -> None:
+    """A damaged catalogue loses nothing discovery or `topics learn` made: `doctor --repair` puts the topics,
+    every paper's tags (own cluster first, as discovery chose them) and the learned members back from
+    discovered_topics.json, and ingesting the source again keeps those tags."""
+    from paperchat import doctor
+    from paperchat.topic_membership import MembershipSettings, learn_membership
+
+    lib = dlib
+    learn_membership(lib, MembershipSettings(neighbours=10, min_share=0.7))
+    ids = [p.id for p in lib.catalog.iter_papers()]
+    topics = [(t.slug, t.label, t.parent, t.size, t.terms) for t in lib.catalog.discovered()]
+    tags, learned, run = lib.catalog.tags_of(ids), lib.catalog.learned_members(), last_run(lib)
+    assert topics and len(tags) > len(ids) // 2 and sum(len(v) for v in learned.values()) > 0
+    data = lib.settings.data_dir
+    lib.close()
+    body = (data / "catalog.sqlite").read_bytes()
+    for side in ("catalog.sqlite-wal", "catalog.sqlite-shm"):
+        (data / side).unlink(missing_ok=True)
+    (data / "catalog.sqlite").write_bytes(b"\x00garbage\xff" * 64 + body[len(body) // 2 :])
+    rep = doctor.repair(make_settings(data))
+    text = " | ".join(rep.actions)
+    assert f"restored {len(topics)} discovered topics, the tags of {len(tags)} papers" in text, text
+    assert not any("topics discover" in t for t in rep.todo), rep.todo
+    lib = Library(make_settings(data))
+    try:
+        assert [(t.slug, t.label, t.parent, t.size, t.terms) for t in lib.catalog.discovered()] == topics
+        got = lib.catalog.tags_of(ids)
+        assert {p: [s for s, _ in ts] for p, ts in got.items()} == {p: [s for s, _ in ts] for p, ts in tags.items()}
+        assert lib.catalog.learned_members() == learned and last_run(lib) == run
+        # ingesting the demo records again (rows rebuilt from the store lack authors) keeps every tag
+        Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id)).ingest_records(
+            read_records(DEMO_DIR / "abstracts.jsonl.gz")
+        )
+        assert lib.catalog.tags_of(ids) == got
+    finally:
+        lib.close()

@@ -7,9 +7,11 @@ them empty.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import functools
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -39,6 +41,9 @@ def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
             raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
 
     return wrapper
+
+
+DISCOVERY_MIRROR = "discovered_topics.json"  # beside the database: what `doctor --repair` restores topics from
 
 
 # Discovered topics (paperchat.discovery). Additive: an older catalogue gains these empty tables on open.
@@ -114,6 +119,7 @@ class DiscoveryTables:
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("discovery", json.dumps(run, sort_keys=True))
             )
+        self.write_discovery_mirror()
 
     def _insert_tags(self, tags: dict[str, list[tuple[str, float]]]) -> None:
         self._conn.executemany(
@@ -141,6 +147,82 @@ class DiscoveryTables:
                 [(pid, slug, share) for slug, papers in learned.items() for pid, share in papers.items()],
             )
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("membership", json.dumps(run, sort_keys=True)))
+        self.write_discovery_mirror()
+
+    # -- the mirror: discovered topics, their tags and the learned members survive a recreated catalogue ----
+
+    @property
+    def discovery_mirror(self) -> Path:
+        """The JSON copy of the discovered topics, tags and learned members beside the database."""
+        return self.path.parent / DISCOVERY_MIRROR
+
+    @_guarded
+    def write_discovery_mirror(self) -> None:
+        """Rewrite the mirror atomically from the tables (after a discovery or a `topics learn` run).
+
+        Tags set at ingest later are not mirrored (that would rewrite megabytes per ingest batch): a restore
+        tags those papers again the way ingest did (`discovery.tag_papers`: the closest centroids)."""
+        with self._lock:
+            meta = dict(self._conn.execute("SELECT key, value FROM meta WHERE key IN ('discovery', 'membership')").fetchall())
+            topics = self._conn.execute(
+                "SELECT slug, label, parent, parent_share, size, terms, centroid FROM discovered_topics ORDER BY slug"
+            ).fetchall()
+            tags: dict[str, list[list[Any]]] = {}
+            for pid, slug, score in self._conn.execute("SELECT paper_id, topic, score FROM paper_tags ORDER BY paper_id, rank"):
+                tags.setdefault(pid, []).append([slug, score])
+            learned: dict[str, dict[str, float]] = {}
+            for pid, slug, share in self._conn.execute("SELECT paper_id, topic, share FROM paper_topics_learned ORDER BY topic, paper_id"):
+                learned.setdefault(slug, {})[pid] = share
+        data = {
+            "discovery": json.loads(meta["discovery"]) if "discovery" in meta else None,
+            "membership": json.loads(meta["membership"]) if "membership" in meta else None,
+            "topics": [
+                {"slug": s, "label": lab, "parent": par, "parent_share": share, "size": n, "terms": json.loads(terms),
+                 "centroid": base64.b64encode(c).decode("ascii")}
+                for s, lab, par, share, n, terms, c in topics
+            ],
+            "tags": tags,
+            "learned": learned,
+        }
+        tmp = self.discovery_mirror.with_name(f"{DISCOVERY_MIRROR}.tmp-{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, self.discovery_mirror)
+
+    @_guarded
+    def restore_discovery(self) -> dict[str, int]:
+        """Fill empty discovered-topic tables from the mirror (for a recreated catalogue): topics, the tags of
+        papers the catalogue holds, learned members and how both were built. Returns what was added by kind
+        ({} when there is no readable mirror or the tables already hold topics)."""
+        try:
+            data = json.loads(self.discovery_mirror.read_text())
+            topics = [
+                DiscoveredTopic(str(t["slug"]), str(t["label"]), t["parent"], float(t["parent_share"]), int(t["size"]),
+                                tuple(str(x) for x in t["terms"]), np.frombuffer(base64.b64decode(t["centroid"]), dtype=np.float32))
+                for t in data["topics"]
+            ]
+            tags = {str(pid): [(str(s), float(sc)) for s, sc in ts] for pid, ts in data["tags"].items()}
+            learned = {str(slug): {str(p): float(v) for p, v in ps.items()} for slug, ps in data["learned"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+        with self._lock, self._conn:
+            if self._conn.execute("SELECT 1 FROM discovered_topics LIMIT 1").fetchone() is not None:
+                return {}
+            have = {r[0] for r in self._conn.execute("SELECT id FROM papers")}
+            tags = {pid: ts for pid, ts in tags.items() if pid in have}
+            learned = {slug: {p: v for p, v in ps.items() if p in have} for slug, ps in learned.items()}
+            self._conn.executemany(
+                "INSERT INTO discovered_topics (slug, label, parent, parent_share, size, terms, centroid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(t.slug, t.label, t.parent, t.parent_share, t.size, json.dumps(list(t.terms)), t.centroid.tobytes()) for t in topics],
+            )
+            self._insert_tags(tags)
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO paper_topics_learned (paper_id, topic, share) VALUES (?, ?, ?)",
+                [(pid, slug, share) for slug, ps in learned.items() for pid, share in ps.items()],
+            )
+            for key in ("discovery", "membership"):
+                if data.get(key):
+                    self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(data[key], sort_keys=True)))
+        return {"topics": len(topics), "tagged papers": len(tags), "learned members": sum(len(p) for p in learned.values())}
 
     @_guarded
     def learned_members(self) -> dict[str, set[str]]:

@@ -287,14 +287,24 @@ def last_run(lib: Library) -> dict[str, Any] | None:
     return dict(json.loads(raw)) if raw else None
 
 
-def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings | None = None) -> int:
+def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings | None = None, untagged_only: bool = False) -> int:
     """Tag papers with their closest discovered topics (the ingest hook); returns how many were tagged.
 
     Cheap: one query when nothing was discovered yet, else one product of the new papers' vectors with the
     centroids. The papers' own cluster is not known here, so the closest centroid comes first.
+
+    Args:
+        untagged_only: leave papers that already have tags as they are (ingest: a paper ingested again keeps
+            the tags discovery gave it, which put its own cluster first; a repaired catalogue keeps the tags
+            restored from the mirror).
     """
     if not paper_ids or not lib.catalog.has_discovered():
         return 0
+    if untagged_only:
+        have = lib.catalog.tags_of(paper_ids)
+        paper_ids = [p for p in paper_ids if p not in have]
+        if not paper_ids:
+            return 0
     s = settings or settings_of_last_run(lib)
     topics = lib.catalog.discovered()
     snap = lib.ready_lexical()

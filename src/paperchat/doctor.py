@@ -10,8 +10,8 @@ fills it again from what survives:
 - a lost or damaged catalogue: paper rows rebuilt from the abstract chunks in the store (title and abstract;
   authors and categories come back when the sources are ingested again), PDF rows from the stored PDF
   copies, and what the user made from `user_lists.json`: follows, saves, collections with their papers, the
-  last visit and the ingest times of the papers that arrived since it (discovered topics and tags are
-  derived: `paperchat topics discover` makes them again);
+  last visit and the ingest times of the papers that arrived since it, and the discovered topics, tags and
+  learned topic members from `discovered_topics.json`;
 - chunks of papers the (healthy) catalogue does not list: dropped;
 - the lexical index: always rebuilt from the store;
 - topic membership out of date with the topics file: synced (metadata only).
@@ -201,7 +201,6 @@ def _open_catalog(settings: Settings, report: RepairReport) -> tuple[Catalog, bo
             f"restored {got['collections']} collections ({got['collection papers']} memberships), "
             f"{'the last visit' if got['last visit'] else 'no last visit'} and {got['ingest times']} ingest times from user_lists.json"
         )
-    report.todo.append("run `paperchat topics discover` again if you used discovered topics (tags are not kept in user_lists.json)")
     return catalog, True
 
 
@@ -232,7 +231,8 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
             synced = lib.sync_topics()
             if synced.synced:
                 report.actions.append(synced.describe())
-            _refill(lib, recreated, report)
+            if _refill(lib, recreated, report):
+                _restore_discovery(lib, report)
             lib.lexical.rebuild(lib.store)
             report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")
             restored = lib.catalog.restore_user_lists() if recreated else 0  # a healthy catalogue is the truth: a stale mirror must not undo unfollows
@@ -243,9 +243,30 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
     return report
 
 
-def _refill(lib: Library, recreated: bool, report: RepairReport) -> None:
+def _restore_discovery(lib: Library, report: RepairReport) -> None:
+    """Discovered topics, tags and learned members back from discovered_topics.json into a recreated catalogue;
+    papers the mirror has no tags for (ingested after the last discovery) are tagged as ingest tags them."""
+    from paperchat.discovery import tag_papers
+
+    got = lib.catalog.restore_discovery()
+    if not got:
+        if lib.catalog.discovery_mirror.exists():
+            report.todo.append(f"{lib.catalog.discovery_mirror.name} could not be read: run `paperchat topics discover` (and `topics learn`) again")
+        return
+    report.actions.append(
+        f"restored {got['topics']} discovered topics, the tags of {got['tagged papers']} papers and "
+        f"{got['learned members']} learned topic members from {lib.catalog.discovery_mirror.name}"
+    )
+    more = tag_papers(lib, list(lib.catalog.titles()), untagged_only=True)
+    if more:
+        report.actions.append(f"tagged {more} papers ingested since the last discovery")
+
+
+def _refill(lib: Library, recreated: bool, report: RepairReport) -> bool:
+    """Make the catalogue and the store agree; True when the paper rows were rebuilt from the store."""
     inv = Inventory.of(lib.store)
-    if recreated or (lib.catalog.count() == 0 and inv.ids):
+    rebuilt = recreated or (lib.catalog.count() == 0 and bool(inv.ids))
+    if rebuilt:
         _rows_from_store(lib, inv, report)
     diff = compare(lib.catalog, inv)
     if diff.orphans and not recreated:
@@ -256,6 +277,7 @@ def _refill(lib: Library, recreated: bool, report: RepairReport) -> None:
     if diff.missing_abstracts:
         _reembed_abstracts(lib, diff.missing_abstracts, report)
     _reingest_pdfs(lib, diff.missing_pdfs, report)
+    return rebuilt
 
 
 def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None:

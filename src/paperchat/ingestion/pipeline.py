@@ -203,7 +203,7 @@ class Ingester:
             self._records_batch_safe(batch, report)
         self._drain(report)
         self.finish()
-        tag_papers(self.lib, report.paper_ids)  # nearest discovered topics; one cheap query when there are none
+        tag_papers(self.lib, report.paper_ids, untagged_only=True)  # nearest discovered topics; one cheap query when there are none
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
@@ -320,7 +320,7 @@ class Ingester:
         told = {src for src, _ in report.stored} | {f.source for f in report.failed}
         report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
         self.finish()
-        tag_papers(self.lib, report.paper_ids)
+        tag_papers(self.lib, report.paper_ids, untagged_only=True)
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
