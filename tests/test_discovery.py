@@ -25,7 +25,7 @@ from paperchat.discovery import (
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, _overlaps, label_clusters, phrases
+from paperchat.topic_labels import LabelSettings, _overlaps, holds_label, label_clusters, label_words, phrases, text_words
 from paperchat.trending import rise_z, trending
 from paperchat.types import Paper
 
@@ -119,6 +119,32 @@ def test_tags_per_paper(dlib: Library) -> None:
     for pid in ids[:50]:
         scores = [s for _, s in tags.get(pid, [])]
         assert scores[1:] == sorted(scores[1:], reverse=True)  # after the own topic, closest first
+    # every tag is said by its paper (a word of the label in its title or abstract) or is very close
+    label = {t.slug: t.label for t in lib.catalog.discovered()}
+    papers = lib.catalog.get_many(ids)
+    s = DiscoverySettings()
+    unsaid = 0
+    for pid, ts in tags.items():
+        text = text_words(f"{papers[pid].title}\n{papers[pid].abstract}")
+        for slug, score in ts:
+            if not holds_label(label_words(label[slug]), text):
+                assert score >= s.evidence_above, (pid, label[slug], score)
+                unsaid += 1
+    assert unsaid < sum(len(ts) for ts in tags.values()) * 0.2
+
+
+def test_label_words_and_evidence() -> None:
+    assert label_words("Speech Recognition") == ("speech", "recognition")
+    assert label_words("Search and Evolution") == ("search", "evolution")
+    assert holds_label(label_words("Failures"), text_words("Agents fail silently: a failure taxonomy"))
+    assert holds_label(label_words("Speech Recognition"), text_words("recognizing spoken words"))
+    assert not holds_label(label_words("Speech Recognition"), text_words("Automated speaking assessment"))
+    assert holds_label(label_words("RAG"), text_words("a RAG pipeline")) and not holds_label(label_words("RAG"), text_words("ragged"))
+    assert holds_label((), text_words("anything"))
+    sims = np.array([[0.75, 0.74], [0.85, 0.74]])
+    says = lambda r, c: c == 1  # noqa: E731 - only topic b is said by either paper
+    out = choose_tags(sims, ["a", "b"], DiscoverySettings(min_similarity=0.7, evidence_above=0.8), says=says)
+    assert [t for t, _ in out[0]] == ["b"] and [t for t, _ in out[1]] == ["a", "b"]  # 0.85 >= 0.8: a stays
 
 
 def test_choose_tags_thresholds() -> None:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 from paperchat.catalog import DiscoveredTopic
 from paperchat.errors import InputError
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, label_clusters
+from paperchat.topic_labels import LabelSettings, holds_label, label_clusters, label_words, text_words
 
 MINIBATCH_ABOVE = 200_000  # papers: above this, MiniBatchKMeans (memory and time linear in the batch)
 
@@ -46,6 +47,11 @@ class DiscoverySettings:
     # nor read for the label. Hand-read samples: the stragglers were the papers that fitted no label
     min_similarity: float = 0.70
     tag_margin: float = 0.10  # a 3rd or 4th tag only within this much of the paper's best similarity
+    # a tag must be said by the paper: its title or abstract holds a word of the topic's label (see
+    # topic_labels.holds_label), unless it is this close to the topic's centroid. Hand-read samples: papers
+    # near a topic that never say its label's words were most of the papers that did not fit their label
+    label_evidence: bool = True
+    evidence_above: float = 0.80
     match_jaccard: float = 0.3  # an old topic's slug survives when a new one shares at least this much of it
     # BLAS/OpenMP threads for k-means: more threads than free cores is ruinous (busy-waiting workers): on a
     # shared 2-core machine, k-means on 17k papers took 8 s with 1 thread and 128 s with 2
@@ -134,7 +140,11 @@ def centroids_of(vectors: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
 
 
 def choose_tags(
-    sims: np.ndarray, slugs: list[str], settings: DiscoverySettings, own: np.ndarray | None = None
+    sims: np.ndarray,
+    slugs: list[str],
+    settings: DiscoverySettings,
+    own: np.ndarray | None = None,
+    says: Callable[[int, int], bool] | None = None,
 ) -> list[list[tuple[str, float]]]:
     """Each row's tags: its closest topics (up to max_tags) at or above min_similarity; the 3rd and 4th only
     within tag_margin of the best, so a paper squarely in one topic is not padded with distant ones.
@@ -142,6 +152,8 @@ def choose_tags(
     Args:
         own: each row's own cluster, put first when it clears min_similarity (k-means' nearest mean and the
             nearest unit centroid can differ); None at ingest, where the closest centroid comes first.
+        says: says(row, topic): whether the paper says a word of the topic's label; a topic it does not
+            say is skipped unless the paper is within evidence_above of its centroid (None: no check).
     """
     out: list[list[tuple[str, float]]] = []
     m = min(settings.max_tags, sims.shape[1])
@@ -161,6 +173,8 @@ def choose_tags(
                 if rank == 0:
                     continue  # the own cluster is too far: the next closest may still qualify
                 break
+            if says is not None and s < settings.evidence_above and not says(r, c):
+                continue  # the paper never says what the topic's label names
             tags.append((slugs[c], round(s, 4)))
         out.append(tags)
     return out
@@ -236,10 +250,14 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     cents = centroids_of(vectors, labels, k)
     own = np.einsum("ij,ij->i", _unit(vectors), cents[labels])
     terms = label_clusters(titles, abstracts, labels, k, s.labels, core=own >= s.min_similarity)
+    says = _says([f"{t}\n{a}" for t, a in zip(titles, abstracts, strict=True)], [t[0] for t in terms]) if s.label_evidence else None
+    # tags by cluster number first: a topic's members are the papers it tags first (its core, less the papers
+    # that do not say its label, plus those whose own cluster they do not say but whose next topic they do)
+    tag_rows = choose_tags(_unit(vectors) @ cents.T, [str(c) for c in range(k)], s, own=labels, says=says)
     members = [set() for _ in range(k)]  # type: list[set[str]]
-    for pid, c, near in zip(ids, labels, own >= s.min_similarity, strict=True):
-        if near:  # a topic's members are its core: the papers it tags first
-            members[c].add(pid)
+    for pid, row in zip(ids, tag_rows, strict=True):
+        if row:
+            members[int(row[0][0])].add(pid)
     reserved = {t.slug for t in lib.topics.topics}
     slugs, kept = match_slugs(members, [t[0] for t in terms], lib.catalog.primary_members(), reserved, s.match_jaccard)
     topics = []
@@ -253,8 +271,7 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
         topics.append(
             DiscoveredTopic(slugs[c], terms[c][0], parent if share >= 0.25 else None, round(share, 3), len(members[c]), tuple(terms[c]), cents[c])
         )
-    tag_rows = choose_tags(_unit(vectors) @ cents.T, slugs, s, own=labels)
-    tags = dict(zip(ids, tag_rows, strict=True))
+    tags = {pid: [(slugs[int(c)], sim) for c, sim in row] for pid, row in zip(ids, tag_rows, strict=True)}
     seconds = time.perf_counter() - t0
     run = {
         "settings": asdict(s),
@@ -271,6 +288,20 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     return DiscoveryReport(topics, len(ids), sum(1 for t in tags.values() if t), kept, seconds, run)
 
 
+def _says(texts: list[str], labels: list[str]) -> Callable[[int, int], bool]:
+    """says(paper row, topic) for choose_tags: whether the paper's text holds a word of the topic's label
+    (each text's words are read once, when first asked)."""
+    words = [label_words(lab) for lab in labels]
+    cache: dict[int, frozenset[str]] = {}
+
+    def says(r: int, c: int) -> bool:
+        if r not in cache:
+            cache[r] = text_words(texts[r])
+        return holds_label(words[c], cache[r])
+
+    return says
+
+
 def settings_of_last_run(lib: Library) -> DiscoverySettings:
     """The tagging settings the stored topics were built with (defaults when unrecorded)."""
     raw = lib.catalog.get_meta("discovery")
@@ -278,7 +309,9 @@ def settings_of_last_run(lib: Library) -> DiscoverySettings:
     if not raw:
         return base
     rec = json.loads(raw).get("settings", {})
-    return DiscoverySettings(**{k: rec[k] for k in ("max_tags", "min_similarity", "tag_margin") if k in rec})
+    # a run recorded before label evidence existed tagged without it: new papers are tagged the same way
+    kept = {k: rec[k] for k in ("max_tags", "min_similarity", "tag_margin", "evidence_above") if k in rec}
+    return DiscoverySettings(**kept, label_evidence=bool(rec.get("label_evidence", False)))
 
 
 def last_run(lib: Library) -> dict[str, Any] | None:
@@ -316,6 +349,10 @@ def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings |
         return 0
     cents = np.stack([t.centroid for t in topics])
     sims = _unit(snap.vectors[[r for _, r in rows]].astype(np.float32)) @ cents.T
-    chosen = choose_tags(sims, [t.slug for t in topics], s)
+    says = None
+    if s.label_evidence:
+        papers = lib.catalog.get_many([pid for pid, _ in rows])
+        says = _says([f"{papers[pid].title}\n{papers[pid].abstract}" if pid in papers else "" for pid, _ in rows], [t.label for t in topics])
+    chosen = choose_tags(sims, [t.slug for t in topics], s, says=says)
     lib.catalog.set_tags({pid: tags for (pid, _), tags in zip(rows, chosen, strict=True)})
     return sum(1 for t in chosen if t)

@@ -93,6 +93,40 @@ def _singular(word: str) -> str:
     return word
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "es", "s", "ed", "al")
+_LABEL_GLUE = frozenset({"and", "of", "for", "in", "the", "to", "with", "on", "a", "an"})
+
+
+def _stem(word: str) -> str:
+    """A crude suffix strip for matching a label's words in a paper ("Failures" ~ "failure", "Recognition" ~
+    "recognizing"); matching compares the first five letters of longer stems."""
+    w = word.lower()
+    for suf in _SUFFIXES:
+        if len(w) > len(suf) + 3 and w.endswith(suf):
+            return w[: -len(suf)]
+    return w
+
+
+def label_words(label: str) -> tuple[str, ...]:
+    """The stems of a label's content words ("Speech Recognition" -> ("speech", "recogniti"))."""
+    return tuple(_stem(w) for w in _WORD.findall(label) if w.lower() not in _LABEL_GLUE)
+
+
+def text_words(text: str) -> frozenset[str]:
+    """What `holds_label` looks a label's words up in: the stems of a text's words and their 5-letter prefixes
+    (prefixed with '~' so a short stem and a prefix never collide)."""
+    stems = {_stem(w) for w in _WORD.findall(text)}
+    return frozenset(stems | {"~" + w[:5] for w in stems})
+
+
+def holds_label(words: tuple[str, ...], text: frozenset[str]) -> bool:
+    """Whether a paper's text (`text_words`) says one of a label's words (`label_words`): the stem itself, or
+    for a stem of five letters or more, a word that begins with the same five. An empty label holds everywhere."""
+    if not words:
+        return True
+    return any(w in text or (len(w) >= 5 and "~" + w[:5] in text) for w in words)
+
+
 @dataclass(frozen=True)
 class LabelSettings:
     """How labels are chosen."""
