@@ -26,7 +26,7 @@ import numpy as np
 from paperchat.catalog import DiscoveredTopic
 from paperchat.errors import InputError
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, holds_label, label_clusters, label_words, text_words
+from paperchat.topic_labels import LabelSettings, holds_label, label_clusters, label_words
 
 MINIBATCH_ABOVE = 200_000  # papers: above this, MiniBatchKMeans (memory and time linear in the batch)
 
@@ -289,17 +289,9 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
 
 
 def _says(texts: list[str], labels: list[str]) -> Callable[[int, int], bool]:
-    """says(paper row, topic) for choose_tags: whether the paper's text holds a word of the topic's label
-    (each text's words are read once, when first asked)."""
+    """says(paper row, topic) for choose_tags: whether the paper's text holds a word of the topic's label."""
     words = [label_words(lab) for lab in labels]
-    cache: dict[int, frozenset[str]] = {}
-
-    def says(r: int, c: int) -> bool:
-        if r not in cache:
-            cache[r] = text_words(texts[r])
-        return holds_label(words[c], cache[r])
-
-    return says
+    return lambda r, c: holds_label(words[c], texts[r])
 
 
 def settings_of_last_run(lib: Library) -> DiscoverySettings:

@@ -12,6 +12,7 @@ alone is held by under half of them. Labels are unique across clusters.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from array import array
@@ -112,19 +113,21 @@ def label_words(label: str) -> tuple[str, ...]:
     return tuple(_stem(w) for w in _WORD.findall(label) if w.lower() not in _LABEL_GLUE)
 
 
-def text_words(text: str) -> frozenset[str]:
-    """What `holds_label` looks a label's words up in: the stems of a text's words and their 5-letter prefixes
-    (prefixed with '~' so a short stem and a prefix never collide)."""
-    stems = {_stem(w) for w in _WORD.findall(text)}
-    return frozenset(stems | {"~" + w[:5] for w in stems})
+@functools.lru_cache(maxsize=4096)
+def _label_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for a label's words: a stem of five letters or more matches any word beginning with its first
+    five; a shorter one matches itself with a plural or verb ending ("fail", "fails", "failed", "failing")."""
+    alts = [re.escape(w[:5]) if len(w) >= 5 else re.escape(w) + r"(?:s|es|ed|ing|ings|ies|al)?\b" for w in words]
+    return re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(alts) + ")", re.IGNORECASE)
 
 
-def holds_label(words: tuple[str, ...], text: frozenset[str]) -> bool:
-    """Whether a paper's text (`text_words`) says one of a label's words (`label_words`): the stem itself, or
-    for a stem of five letters or more, a word that begins with the same five. An empty label holds everywhere."""
+def holds_label(words: tuple[str, ...], text: str) -> bool:
+    """Whether a text says one of a label's words (`label_words`): for a stem of five letters or more, a word
+    that begins with the same five ("recognition" ~ "recognizing"); for a shorter one, the word itself with a
+    plural or verb ending. An empty label holds everywhere."""
     if not words:
         return True
-    return any(w in text or (len(w) >= 5 and "~" + w[:5] in text) for w in words)
+    return _label_pattern(words).search(text) is not None
 
 
 @dataclass(frozen=True)
