@@ -84,8 +84,10 @@ def test_discover_labels_nesting_and_run_record(lib: Library) -> None:
     labels = [t.label for t in topics]
     assert all(label.strip() for label in labels) and len({label.lower() for label in labels}) == len(labels)
     # a topic's size is its core (papers near its centroid); the periphery is no topic's member
-    core = sum(len(v) for v in lib.catalog.primary_members().values())
+    primary = lib.catalog.primary_members()
+    core = sum(len(v) for v in primary.values())
     assert sum(t.size for t in topics) == core and core < rep.papers == lib.catalog.count()
+    assert all(t.size == len(primary.get(t.slug, ())) for t in topics)  # a size counts the papers it tags first
     assert all(np.isclose(np.linalg.norm(t.centroid), 1.0, atol=1e-4) for t in topics)
     hand = {t.slug for t in lib.topics.topics}
     assert not hand & {t.slug for t in topics}  # discovered slugs never shadow hand-written ones
@@ -156,6 +158,9 @@ def test_choose_tags_thresholds() -> None:
     assert [t for t, _ in out[2]] == ["a", "b"]
     own = choose_tags(sims, list("abcde"), s, own=np.array([3, 0, 0]))
     assert own[0][0][0] == "d"
+    # a topic skipped for not being said does not count toward the 3rd-tag margin rule
+    said = choose_tags(np.array([[0.79, 0.76, 0.72]]), list("abc"), DiscoverySettings(min_similarity=0.7, tag_margin=0.05), says=lambda r, c: c != 1)
+    assert [t for t, _ in said[0]] == ["a", "c"]
 
 
 def test_match_slugs_by_shared_papers() -> None:
@@ -301,3 +306,29 @@ def test_repair_restores_discovered_topics_tags_and_learned_members(dlib: Librar
         assert lib.catalog.tags_of(ids) == got
     finally:
         lib.close()
+
+
+def test_changed_abstract_is_tagged_again_and_old_topics_get_a_mirror(dlib: Library) -> None:
+    """Ingesting a paper again unchanged keeps its tags; a changed abstract is tagged again from its new vector.
+    A catalogue whose topics were discovered before the mirror existed gets one when it is opened."""
+    from paperchat.catalog_topics import DISCOVERY_MIRROR
+
+    lib = dlib
+    topics = {t.slug: t for t in lib.catalog.discovered()}
+    pid, tags = next((p, ts) for p, ts in lib.catalog.tags_of([p.id for p in lib.catalog.iter_papers()]).items() if len(ts) >= 2)
+    other = next(t for s, t in topics.items() if s not in {x for x, _ in tags})
+    paper = lib.catalog.get(pid)
+    assert paper is not None
+    ing = Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id))
+    ing.ingest_records([paper])
+    assert lib.catalog.tags_of([pid])[pid] == tags
+    # the new abstract is the other topic's own label text, embedded by the store's embedder (not in the cache)
+    changed = Paper(id=pid, title=other.label, abstract=f"{other.label}. " + "; ".join(other.terms), date=paper.date, url=paper.url)
+    ing.ingest_records([changed])
+    after = lib.catalog.tags_of([pid]).get(pid, [])
+    assert [s for s, _ in after] != [s for s, _ in tags]
+    data = lib.settings.data_dir
+    lib.close()
+    (data / DISCOVERY_MIRROR).unlink()
+    Library(make_settings(data)).close()
+    assert (data / DISCOVERY_MIRROR).exists()

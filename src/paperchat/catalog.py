@@ -103,6 +103,8 @@ class Catalog(DiscoveryTables, UserLists):
             self.restore_user_lists()
         elif self.mirror.exists() and "collections" not in (self._mirror_json() or {}) and self.collections():
             self._write_mirror()  # a mirror written before collections were mirrored: add them now
+        if not self.was_empty and not self.discovery_mirror.exists() and self.has_discovered():
+            self.write_discovery_mirror()  # topics discovered before they were mirrored: mirror them now
 
     def close(self) -> None:
         """Write the ingest times that wait for the mirror, and close the database connection."""

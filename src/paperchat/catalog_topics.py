@@ -11,6 +11,7 @@ import base64
 import datetime as dt
 import functools
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,6 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
+log = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -78,8 +80,8 @@ CREATE TABLE IF NOT EXISTS paper_topics_learned (
 class DiscoveredTopic:
     """A topic found by clustering: its label, the hand-written topic it nests under, its centroid.
 
-    `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts its core (the
-    papers clustered into it that are near enough its centroid to be tagged with it first); `terms` are its
+    `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts the papers it
+    tags first (near its centroid and saying its label; see paperchat.discovery); `terms` are its
     best label phrases, best first.
     """
 
@@ -160,8 +162,10 @@ class DiscoveryTables:
     def write_discovery_mirror(self) -> None:
         """Rewrite the mirror atomically from the tables (after a discovery or a `topics learn` run).
 
-        Tags set at ingest later are not mirrored (that would rewrite megabytes per ingest batch): a restore
-        tags those papers again the way ingest did (`discovery.tag_papers`: the closest centroids)."""
+        Tags set at ingest later are not mirrored (that would rewrite megabytes per ingest batch): after a
+        restore, those papers are tagged again when their source is ingested again (the ingest hook tags papers
+        that have no tags). Written best-effort: a failed write is logged, the catalogue keeps the result."""
+        topics_json: list[Any] = []
         with self._lock:
             meta = dict(self._conn.execute("SELECT key, value FROM meta WHERE key IN ('discovery', 'membership')").fetchall())
             topics = self._conn.execute(
@@ -173,6 +177,12 @@ class DiscoveryTables:
             learned: dict[str, dict[str, float]] = {}
             for pid, slug, share in self._conn.execute("SELECT paper_id, topic, share FROM paper_topics_learned ORDER BY topic, paper_id"):
                 learned.setdefault(slug, {})[pid] = share
+        if not topics:  # a catalogue recreated by opening it, not yet repaired: keep the topics the mirror holds
+            old = self._read_discovery_mirror()
+            if old and old.get("topics"):
+                meta.setdefault("discovery", json.dumps(old.get("discovery")))
+                topics_json, tags = old["topics"], old.get("tags", {})
+                topics = []
         data = {
             "discovery": json.loads(meta["discovery"]) if "discovery" in meta else None,
             "membership": json.loads(meta["membership"]) if "membership" in meta else None,
@@ -180,21 +190,35 @@ class DiscoveryTables:
                 {"slug": s, "label": lab, "parent": par, "parent_share": share, "size": n, "terms": json.loads(terms),
                  "centroid": base64.b64encode(c).decode("ascii")}
                 for s, lab, par, share, n, terms, c in topics
-            ],
+            ] or topics_json,
             "tags": tags,
             "learned": learned,
         }
         tmp = self.discovery_mirror.with_name(f"{DISCOVERY_MIRROR}.tmp-{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
-        os.replace(tmp, self.discovery_mirror)
+        try:
+            tmp.write_text(json.dumps(data, separators=(",", ":")))
+            os.replace(tmp, self.discovery_mirror)
+        except OSError as exc:  # the catalogue holds the result; only its copy is missing
+            tmp.unlink(missing_ok=True)
+            log.warning("could not write %s (%s): a damaged catalogue would lose its discovered topics", self.discovery_mirror, exc)
 
-    @_guarded
-    def restore_discovery(self) -> dict[str, int]:
-        """Fill empty discovered-topic tables from the mirror (for a recreated catalogue): topics, the tags of
-        papers the catalogue holds, learned members and how both were built. Returns what was added by kind
-        ({} when there is no readable mirror or the tables already hold topics)."""
+    def _read_discovery_mirror(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.discovery_mirror.read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @_guarded
+    def restore_discovery(self) -> dict[str, int] | None:
+        """Fill empty discovered-topic tables from the mirror (for a recreated catalogue): topics, the tags of
+        papers the catalogue holds, learned members and how both were built. Returns what was added by kind:
+        {} when the tables already hold topics or the mirror holds none, None when the mirror is missing or
+        cannot be read (not JSON, missing fields, centroids of different lengths, repeated slugs)."""
+        data = self._read_discovery_mirror()
+        if data is None:
+            return None
+        try:
             topics = [
                 DiscoveredTopic(str(t["slug"]), str(t["label"]), t["parent"], float(t["parent_share"]), int(t["size"]),
                                 tuple(str(x) for x in t["terms"]), np.frombuffer(base64.b64decode(t["centroid"]), dtype=np.float32))
@@ -202,8 +226,12 @@ class DiscoveryTables:
             ]
             tags = {str(pid): [(str(s), float(sc)) for s, sc in ts] for pid, ts in data["tags"].items()}
             learned = {str(slug): {str(p): float(v) for p, v in ps.items()} for slug, ps in data["learned"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {}
+            if len({t.slug for t in topics}) != len(topics) or len({t.centroid.shape for t in topics}) > 1:
+                return None
+            if any(t.parent is not None and not isinstance(t.parent, str) for t in topics):
+                return None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
         with self._lock, self._conn:
             if self._conn.execute("SELECT 1 FROM discovered_topics LIMIT 1").fetchone() is not None:
                 return {}

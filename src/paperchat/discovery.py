@@ -5,9 +5,10 @@ chunk's vector, row-aligned with its ids), so discovery embeds nothing. Clusteri
 on the unit vectors (spherical in effect), seeded, so a re-run on the same corpus gives the same topics.
 Labels come from paperchat.topic_labels. A re-run keeps a surviving topic's slug: old and new topics are
 matched by the papers they share (Jaccard of their primary members). Each paper is tagged with its closest
-topics by cosine to the centroids; papers ingested later are tagged the same way at ingest (`tag_papers`).
-A paper under `min_similarity` to its own cluster's centroid is that cluster's periphery: it is not tagged
-with it, not counted in its size and not read for its label.
+topics by cosine to the centroids, each tag said by the paper (a word of the topic's label in its title or
+abstract) unless the paper is very close to the topic; papers ingested later are tagged the same way at
+ingest (`tag_papers`). A paper under `min_similarity` to its own cluster's centroid is that cluster's
+periphery: it is not tagged with it and not read for its label. A topic's size counts the papers it tags first.
 """
 
 from __future__ import annotations
@@ -166,10 +167,10 @@ def choose_tags(
             o = int(own[r])
             order = [o] + [c for c in order if c != o][: m - 1]
         best = max(float(row[c]) for c in order)
-        tags = []
+        tags: list[tuple[str, float]] = []
         for rank, c in enumerate(order):
             s = float(row[c])
-            if s < settings.min_similarity or (rank >= 2 and s < best - settings.tag_margin):
+            if s < settings.min_similarity or (len(tags) >= 2 and s < best - settings.tag_margin):
                 if rank == 0:
                     continue  # the own cluster is too far: the next closest may still qualify
                 break

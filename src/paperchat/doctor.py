@@ -244,22 +244,23 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
 
 
 def _restore_discovery(lib: Library, report: RepairReport) -> None:
-    """Discovered topics, tags and learned members back from discovered_topics.json into a recreated catalogue;
-    papers the mirror has no tags for (ingested after the last discovery) are tagged as ingest tags them."""
-    from paperchat.discovery import tag_papers
-
-    got = lib.catalog.restore_discovery()
-    if not got:
-        if lib.catalog.discovery_mirror.exists():
-            report.todo.append(f"{lib.catalog.discovery_mirror.name} could not be read: run `paperchat topics discover` (and `topics learn`) again")
+    """Discovered topics, tags and learned members back from discovered_topics.json into rebuilt rows (papers
+    ingested after the last discovery get their tags back when their source is ingested again)."""
+    name = lib.catalog.discovery_mirror.name
+    try:
+        got = lib.catalog.restore_discovery()
+    except StoreError as exc:  # a mirror SQLite refuses (it checks what it can): the rest of the repair goes on
+        report.todo.append(f"the topics in {name} could not be restored ({exc.message}): run `paperchat topics discover` again")
         return
-    report.actions.append(
-        f"restored {got['topics']} discovered topics, the tags of {got['tagged papers']} papers and "
-        f"{got['learned members']} learned topic members from {lib.catalog.discovery_mirror.name}"
-    )
-    more = tag_papers(lib, list(lib.catalog.titles()), untagged_only=True)
-    if more:
-        report.actions.append(f"tagged {more} papers ingested since the last discovery")
+    if got is None:
+        if lib.catalog.discovery_mirror.exists():
+            report.todo.append(f"{name} could not be read: run `paperchat topics discover` (and `topics learn`) again")
+        return
+    if got:
+        report.actions.append(
+            f"restored {got['topics']} discovered topics, the tags of {got['tagged papers']} papers and "
+            f"{got['learned members']} learned topic members from {name}"
+        )
 
 
 def _refill(lib: Library, recreated: bool, report: RepairReport) -> bool:

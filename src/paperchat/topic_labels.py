@@ -96,35 +96,42 @@ def _singular(word: str) -> str:
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "es", "s", "ed", "al")
 _LABEL_GLUE = frozenset({"and", "of", "for", "in", "the", "to", "with", "on", "a", "an"})
+_LABEL_PART = re.compile(r"[A-Za-z0-9]+")
 
 
 def _stem(word: str) -> str:
     """A crude suffix strip for matching a label's words in a paper ("Failures" ~ "failure", "Recognition" ~
-    "recognizing"); matching compares the first five letters of longer stems."""
+    "recognizing"): a final plural "s" of an acronym is folded too ("GNNs" ~ "GNN")."""
     w = word.lower()
     for suf in _SUFFIXES:
         if len(w) > len(suf) + 3 and w.endswith(suf):
             return w[: -len(suf)]
-    return w
+    return _singular(w)
 
 
 def label_words(label: str) -> tuple[str, ...]:
-    """The stems of a label's content words ("Speech Recognition" -> ("speech", "recogniti"))."""
-    return tuple(_stem(w) for w in _WORD.findall(label) if w.lower() not in _LABEL_GLUE)
+    """The stems of a label's words but "and", "of" and the like, hyphenated words split ("Tool-Use Agents" ->
+    ("tool", "use", "agent")). Any one of them counts (`holds_label`): the general ones too, since leaving them
+    out cost more fitting papers than misfits on the hand-read samples."""
+    return tuple(dict.fromkeys(_stem(w) for w in _LABEL_PART.findall(label) if w.lower() not in _LABEL_GLUE))
 
 
 @functools.lru_cache(maxsize=4096)
 def _label_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
     """One regex for a label's words: a stem of five letters or more matches any word beginning with its first
-    five; a shorter one matches itself with a plural or verb ending ("fail", "fails", "failed", "failing")."""
-    alts = [re.escape(w[:5]) if len(w) >= 5 else re.escape(w) + r"(?:s|es|ed|ing|ings|ies|al)?\b" for w in words]
+    five; a four-letter one any word beginning with it and at most five letters longer ("fail": "failed",
+    "failures"; "caus": "causality"); a shorter one (mostly acronyms) itself or its plural ("gnn": "GNNs";
+    "rag" is not "ragged"). Never inside a word."""
+    alts = [
+        re.escape(w[:5]) if len(w) >= 5 else re.escape(w) + (r"[a-z]{0,5}\b" if len(w) == 4 else r"(?:s|es)?\b")
+        for w in words
+    ]
     return re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(alts) + ")", re.IGNORECASE)
 
 
 def holds_label(words: tuple[str, ...], text: str) -> bool:
-    """Whether a text says one of a label's words (`label_words`): for a stem of five letters or more, a word
-    that begins with the same five ("recognition" ~ "recognizing"); for a shorter one, the word itself with a
-    plural or verb ending. An empty label holds everywhere."""
+    """Whether a text says one of a label's words (`label_words`; see `_label_pattern` for the matching). An
+    empty label holds everywhere."""
     if not words:
         return True
     return _label_pattern(words).search(text) is not None

@@ -98,6 +98,7 @@ class RecordBatch:
     topics: dict[str, list[str]]
     new: list[StoredChunk]
     skipped: int = 0
+    changed: list[str] = field(default_factory=list)  # papers stored before whose abstract changed
 
 
 @dataclass
@@ -137,6 +138,7 @@ class Ingester:
         self.progress = progress
         self.paper_batch = PAPER_BATCH  # records per batch
         self._dirty = False
+        self._retag: list[str] = []  # papers whose abstract changed in this run: tagged again
 
     # -- shared steps -------------------------------------------------------------------------------
 
@@ -203,7 +205,12 @@ class Ingester:
             self._records_batch_safe(batch, report)
         self._drain(report)
         self.finish()
-        tag_papers(self.lib, report.paper_ids, untagged_only=True)  # nearest discovered topics; one cheap query when there are none
+        # nearest discovered topics (one cheap query when there are none): new papers, and papers whose abstract
+        # changed; a paper ingested again unchanged keeps the tags discovery gave it
+        retag = set(self._retag)
+        tag_papers(self.lib, self._retag)
+        tag_papers(self.lib, [p for p in report.paper_ids if p not in retag], untagged_only=True)
+        self._retag = []
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
@@ -238,7 +245,8 @@ class Ingester:
         todo = [(p, ch) for p, ch in pairs if not (known.get(p.id, (None, None))[0] == ch.id and ch.id in stored)]
         topics = {p.id: self.lib.topics.match(p) for p, _ in todo}
         new = [StoredChunk.of(ch, p.date, topics[p.id]) for p, ch in todo if ch.id not in stored]
-        return RecordBatch(papers, todo, topics, new, skipped=len(pairs) - len(new))
+        changed = [p.id for p, ch in todo if (h := known.get(p.id, (None, None))[0]) is not None and h != ch.id]
+        return RecordBatch(papers, todo, topics, new, skipped=len(pairs) - len(new), changed=changed)
 
     def _commit_records(self, batch: RecordBatch, report: IngestReport) -> None:
         """After the batch's new chunks are in the store: drop the papers' stale chunks, then write their
@@ -250,6 +258,7 @@ class Ingester:
         report.chunks_skipped += batch.skipped
         report.papers += len(batch.papers)  # counted once stored: a failed batch is retried record by record
         report.paper_ids.extend(p.id for p in batch.papers)
+        self._retag.extend(batch.changed)
         if self.progress:
             self.progress(report.papers, report.chunks_added + report.chunks_skipped)
 
