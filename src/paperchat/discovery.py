@@ -52,7 +52,7 @@ class DiscoverySettings:
     # topic_labels.holds_label), unless it is this close to the topic's centroid. Hand-read samples: papers
     # near a topic that never say its label's words were most of the papers that did not fit their label
     label_evidence: bool = True
-    evidence_above: float = 0.80
+    evidence_above: float = 0.85
     match_jaccard: float = 0.3  # an old topic's slug survives when a new one shares at least this much of it
     # BLAS/OpenMP threads for k-means: more threads than free cores is ruinous (busy-waiting workers): on a
     # shared 2-core machine, k-means on 17k papers took 8 s with 1 thread and 128 s with 2
@@ -254,11 +254,14 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     says = _says([f"{t}\n{a}" for t, a in zip(titles, abstracts, strict=True)], [t[0] for t in terms]) if s.label_evidence else None
     # tags by cluster number first: a topic's members are the papers it tags first (its core, less the papers
     # that do not say its label, plus those whose own cluster they do not say but whose next topic they do)
-    tag_rows = choose_tags(_unit(vectors) @ cents.T, [str(c) for c in range(k)], s, own=labels, says=says)
-    members = [set() for _ in range(k)]  # type: list[set[str]]
-    for pid, row in zip(ids, tag_rows, strict=True):
-        if row:
-            members[int(row[0][0])].add(pid)
+    sims = _unit(vectors) @ cents.T
+    tag_rows = choose_tags(sims, [str(c) for c in range(k)], s, own=labels, says=says)
+    members = _first_tagged(ids, tag_rows, k)
+    thin = [c for c in range(k) if len(members[c]) < s.min_size]
+    if thin:  # clusters left with under min_size papers that say their label: no topic; tag again without them
+        sims[:, thin] = -1.0
+        tag_rows = choose_tags(sims, [str(c) for c in range(k)], s, own=labels, says=says)
+        members = _first_tagged(ids, tag_rows, k)
     reserved = {t.slug for t in lib.topics.topics}
     slugs, kept = match_slugs(members, [t[0] for t in terms], lib.catalog.primary_members(), reserved, s.match_jaccard)
     topics = []
@@ -272,13 +275,14 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
         topics.append(
             DiscoveredTopic(slugs[c], terms[c][0], parent if share >= 0.25 else None, round(share, 3), len(members[c]), tuple(terms[c]), cents[c])
         )
+    topics = [t for c, t in enumerate(topics) if members[c]]
     tags = {pid: [(slugs[int(c)], sim) for c, sim in row] for pid, row in zip(ids, tag_rows, strict=True)}
     seconds = time.perf_counter() - t0
     run = {
         "settings": asdict(s),
         "corpus_hash": corpus_hash(ids, vectors),
         "papers": len(ids),
-        "topics": k,
+        "topics": len(topics),
         "embedder": lib.settings.embedder,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "seconds": round(seconds, 2),
@@ -287,6 +291,15 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     with lib.writing():
         lib.catalog.replace_discovered(topics, tags, run)
     return DiscoveryReport(topics, len(ids), sum(1 for t in tags.values() if t), kept, seconds, run)
+
+
+def _first_tagged(ids: list[str], tag_rows: list[list[tuple[str, float]]], k: int) -> list[set[str]]:
+    """Each cluster's members: the papers whose first tag it is (tags named by cluster number)."""
+    members: list[set[str]] = [set() for _ in range(k)]
+    for pid, row in zip(ids, tag_rows, strict=True):
+        if row:
+            members[int(row[0][0])].add(pid)
+    return members
 
 
 def _says(texts: list[str], labels: list[str]) -> Callable[[int, int], bool]:
