@@ -332,3 +332,23 @@ def test_changed_abstract_is_tagged_again_and_old_topics_get_a_mirror(dlib: Libr
     (data / DISCOVERY_MIRROR).unlink()
     Library(make_settings(data)).close()
     assert (data / DISCOVERY_MIRROR).exists()
+
+
+def test_topic_page_counts_in_sql_and_discovered_cache_follows_other_writers(dlib: Library) -> None:
+    """A discovered topic's page counts dates and related topics in SQL: the same as loading its papers. The
+    catalogue keeps its discovered topics between calls, and sees another process's rewrite at once."""
+    from collections import Counter
+
+    cat = dlib.catalog
+    for t in cat.discovered():
+        ids = cat.tagged_papers(t.slug)
+        papers = cat.get_many(ids)
+        shared = Counter(s for p in papers.values() for s in p.topics)
+        shared.update(s for tags in cat.tags_of(ids).values() for s, _ in tags if s != t.slug)
+        dates, got = cat.tagged_overview(t.slug)
+        assert sorted(dates) == sorted(p.date for p in papers.values() if p.date) and got == dict(shared)
+    assert cat.discovered() and cat.discovered() == cat.discovered()
+    other = Catalog(cat.path)  # another connection, as another process would hold
+    other.replace_discovered([], {}, {"settings": {}})
+    other.close()
+    assert cat.discovered() == []

@@ -302,6 +302,13 @@ class Catalog(DiscoveryTables, UserLists):
             return [dt.date.fromisoformat(r[0]) for r in self._conn.execute(q, args)]
 
     @_guarded
+    def date_counts(self) -> dict[dt.date, int]:
+        """Number of papers per date, counted by SQLite (a few hundred dates rather than every paper's)."""
+        with self._lock:
+            q = "SELECT date, COUNT(*) FROM papers WHERE date IS NOT NULL GROUP BY date"
+            return {dt.date.fromisoformat(d): int(n) for d, n in self._conn.execute(q)}
+
+    @_guarded
     def shared_papers(self, topic: str) -> dict[str, int]:
         """For each other topic, how many papers it shares with `topic`."""
         q = """SELECT b.topic, COUNT(*) FROM paper_topics a JOIN paper_topics b ON a.paper_id=b.paper_id

@@ -197,7 +197,10 @@ class Library:
         raw = self.catalog.get_meta(WEEKLY_COUNTS_KEY)
         if raw:
             return {dt.date.fromisoformat(k): int(v) for k, v in json.loads(raw).items()}
-        return dict(Counter(week_start(d) for d in self.catalog.topic_dates(None)))
+        weeks: Counter[dt.date] = Counter()
+        for day, n in self.catalog.date_counts().items():  # every topic page asks: group by date in SQL first
+            weeks[week_start(day)] += n
+        return dict(weeks)
 
     def set_weekly_counts(self, path: Path) -> None:
         """Record corpus-wide weekly counts ({"YYYY-MM-DD" (Monday): n}) from a JSON file."""

@@ -118,6 +118,11 @@ class TopicPageOps:
             m = momentum(cat.topic_dates(slug), lib.weekly_counts(), now=now)
             shared = cat.shared_papers(slug)
             counts = cat.topic_counts()
+        elif t.kind == "discovered":  # counted in SQL: a large topic's papers are not loaded for a count
+            dates, shared_d = cat.tagged_overview(slug)
+            m = momentum(dates, lib.weekly_counts(), now=now)
+            shared = Counter(shared_d)
+            counts = cat.topic_counts() | cat.tag_counts()
         else:
             papers = cat.get_many(t.paper_ids)
             m = momentum([p.date for p in papers.values() if p.date], lib.weekly_counts(), now=now)
