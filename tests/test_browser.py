@@ -279,7 +279,8 @@ def test_tags_collections_and_following_in_a_real_browser(built_library: Library
         row = next(i for i, pid in enumerate(ids) if tags.get(pid))
         slug = tags[ids[row]][0][0]
         rows.nth(row).locator("a.pc-fine").first.click()
-        page.wait_for_function("(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.innerText === n)", arg=labels[slug])
+        page.wait_for_function("(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.offsetParent !== null && e.innerText === n)", arg=labels[slug])
+        assert labels[slug].lower() not in {t.name.lower() for t in built_library.topics.topics}  # never a hand-written name
         head = h.topic_header(core, slug)
         assert head["momentum"].sentence() in page.locator(".pc-momentum >> visible=true").first.inner_text()
         members = cat.tagged_papers(slug)

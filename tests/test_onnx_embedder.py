@@ -68,12 +68,13 @@ class TestOnnxInt8MiniLMEmbedder(EmbedderContract):
     def test_deterministic_and_batch_independent(self, embedder: Embedder) -> None:
         """Dynamic quantization scales activations by the range of the whole batch, so a text's int8 vector
         depends slightly on what it was batched with: the same batch gives the same vectors, another
-        batching gives vectors within cosine 0.99 (one reason int8 is a different embedder)."""
+        batching gives vectors within cosine 0.98 (one reason int8 is a different embedder). How close depends on
+        the CPU's int8 kernels: 0.99 or more on an AMX/VNNI Xeon, 0.989 on an AVX2-only AMD EPYC."""
         texts = [RELEVANT, *OTHERS]
         once = embedder.embed(texts)
         assert np.array_equal(once, embedder.embed(texts))
         for other in (embedder.embed(texts, batch_size=1), np.stack([embedder.embed_query(t) for t in texts])):
-            assert float((once * other).sum(axis=1).min()) >= 0.99
+            assert float((once * other).sum(axis=1).min()) >= 0.98
 
 
 # -- equivalence with the torch model ------------------------------------------------------------------

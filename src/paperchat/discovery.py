@@ -250,7 +250,8 @@ def _discover(lib: Library, s: DiscoverySettings) -> DiscoveryReport:
     abstracts = [papers[i].abstract for i in ids]
     cents = centroids_of(vectors, labels, k)
     own = np.einsum("ij,ij->i", _unit(vectors), cents[labels])
-    terms = label_clusters(titles, abstracts, labels, k, s.labels, core=own >= s.min_similarity)
+    names = {t.name.lower() for t in lib.topics.topics}  # a discovered topic never takes a hand-written one's name
+    terms = label_clusters(titles, abstracts, labels, k, s.labels, core=own >= s.min_similarity, reserved=names)
     says = _says([f"{t}\n{a}" for t, a in zip(titles, abstracts, strict=True)], [t[0] for t in terms]) if s.label_evidence else None
     # tags by cluster number first: a topic's members are the papers it tags first (its core, less the papers
     # that do not say its label, plus those whose own cluster they do not say but whose next topic they do)

@@ -178,6 +178,7 @@ def label_clusters(
     k: int,
     settings: LabelSettings | None = None,
     core: np.ndarray | None = None,
+    reserved: set[str] | None = None,
 ) -> list[list[str]]:
     """For each cluster 0..k-1, its best phrases (display form, best first); the first is unique across clusters.
 
@@ -187,6 +188,8 @@ def label_clusters(
         k: number of clusters.
         core: which papers to read (a cluster's core: papers near its centroid); all when None. The label
             names what the core shares, so a cluster's stragglers do not pull it toward their own words.
+        reserved: labels no cluster may take (lower case): the hand-written topics' names, so a discovered
+            topic is never shown under the same name as a hand-written one.
     """
     from scipy import sparse
 
@@ -238,7 +241,7 @@ def label_clusters(
     forms, frag = _forms_and_fragments(titles, cands, s.fragment)
     ranked = [[c for c in r if keys[c] not in frag] for r in ranked]
     show = {c: _display(forms[keys[c]]) for r in ranked for c in r}
-    used: set[str] = set()
+    used: set[str] = set(reserved or ())
     out: list[list[str]] = [[] for _ in range(k)]
     # strongest clusters choose first, so a shared phrase goes to the cluster it describes best
     order = sorted(range(k), key=lambda i: -(score[i, ranked[i][0]] if ranked[i] else 0.0))
