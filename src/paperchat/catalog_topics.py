@@ -109,19 +109,28 @@ class DiscoveryTables:
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM discovered_topics")
             self._conn.execute("DELETE FROM paper_tags")
-            self._conn.executemany(
-                "INSERT INTO discovered_topics (slug, label, parent, parent_share, size, terms, centroid) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (t.slug, t.label, t.parent, t.parent_share, t.size, json.dumps(list(t.terms)),
-                     np.asarray(t.centroid, dtype=np.float32).tobytes())
-                    for t in topics
-                ],
-            )
+            self._insert_topics(topics)
             self._insert_tags(tags)
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("discovery", json.dumps(run, sort_keys=True))
             )
         self.write_discovery_mirror()
+
+    def _insert_topics(self, topics: list[DiscoveredTopic]) -> None:
+        self._conn.executemany(
+            "INSERT INTO discovered_topics (slug, label, parent, parent_share, size, terms, centroid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (t.slug, t.label, t.parent, t.parent_share, t.size, json.dumps(list(t.terms)),
+                 np.asarray(t.centroid, dtype=np.float32).tobytes())
+                for t in topics
+            ],
+        )
+
+    def _insert_learned(self, learned: dict[str, dict[str, float]]) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO paper_topics_learned (paper_id, topic, share) VALUES (?, ?, ?)",
+            [(pid, slug, share) for slug, papers in learned.items() for pid, share in papers.items()],
+        )
 
     def _insert_tags(self, tags: dict[str, list[tuple[str, float]]]) -> None:
         self._conn.executemany(
@@ -144,10 +153,7 @@ class DiscoveryTables:
         """Replace every hand-written topic's learned members (paperchat.topic_membership) at once."""
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM paper_topics_learned")
-            self._conn.executemany(
-                "INSERT INTO paper_topics_learned (paper_id, topic, share) VALUES (?, ?, ?)",
-                [(pid, slug, share) for slug, papers in learned.items() for pid, share in papers.items()],
-            )
+            self._insert_learned(learned)
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("membership", json.dumps(run, sort_keys=True)))
         self.write_discovery_mirror()
 
@@ -165,7 +171,6 @@ class DiscoveryTables:
         Tags set at ingest later are not mirrored (that would rewrite megabytes per ingest batch): after a
         restore, those papers are tagged again when their source is ingested again (the ingest hook tags papers
         that have no tags). Written best-effort: a failed write is logged, the catalogue keeps the result."""
-        topics_json: list[Any] = []
         with self._lock:
             meta = dict(self._conn.execute("SELECT key, value FROM meta WHERE key IN ('discovery', 'membership')").fetchall())
             topics = self._conn.execute(
@@ -177,23 +182,21 @@ class DiscoveryTables:
             learned: dict[str, dict[str, float]] = {}
             for pid, slug, share in self._conn.execute("SELECT paper_id, topic, share FROM paper_topics_learned ORDER BY topic, paper_id"):
                 learned.setdefault(slug, {})[pid] = share
-        if not topics:  # a catalogue recreated by opening it, not yet repaired: keep the topics the mirror holds
-            old = self._read_discovery_mirror()
-            if old and old.get("topics"):
-                meta.setdefault("discovery", json.dumps(old.get("discovery")))
-                topics_json, tags = old["topics"], old.get("tags", {})
-                topics = []
-        data = {
+        data: dict[str, Any] = {
             "discovery": json.loads(meta["discovery"]) if "discovery" in meta else None,
             "membership": json.loads(meta["membership"]) if "membership" in meta else None,
             "topics": [
                 {"slug": s, "label": lab, "parent": par, "parent_share": share, "size": n, "terms": json.loads(terms),
                  "centroid": base64.b64encode(c).decode("ascii")}
                 for s, lab, par, share, n, terms, c in topics
-            ] or topics_json,
+            ],
             "tags": tags,
             "learned": learned,
         }
+        if not topics:  # a catalogue recreated by opening it, not yet repaired: keep the topics the mirror holds
+            old = self._read_discovery_mirror()
+            if old and old.get("topics"):
+                data.update(topics=old["topics"], tags=old.get("tags", {}), discovery=data["discovery"] or old.get("discovery"))
         tmp = self.discovery_mirror.with_name(f"{DISCOVERY_MIRROR}.tmp-{os.getpid()}-{threading.get_ident()}")
         try:
             tmp.write_text(json.dumps(data, separators=(",", ":")))
@@ -238,15 +241,9 @@ class DiscoveryTables:
             have = {r[0] for r in self._conn.execute("SELECT id FROM papers")}
             tags = {pid: ts for pid, ts in tags.items() if pid in have}
             learned = {slug: {p: v for p, v in ps.items() if p in have} for slug, ps in learned.items()}
-            self._conn.executemany(
-                "INSERT INTO discovered_topics (slug, label, parent, parent_share, size, terms, centroid) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(t.slug, t.label, t.parent, t.parent_share, t.size, json.dumps(list(t.terms)), t.centroid.tobytes()) for t in topics],
-            )
+            self._insert_topics(topics)
             self._insert_tags(tags)
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO paper_topics_learned (paper_id, topic, share) VALUES (?, ?, ?)",
-                [(pid, slug, share) for slug, ps in learned.items() for pid, share in ps.items()],
-            )
+            self._insert_learned(learned)
             for key in ("discovery", "membership"):
                 if data.get(key):
                     self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(data[key], sort_keys=True)))
