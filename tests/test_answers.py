@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from paperchat.answering import topic_map
-from paperchat.answering.text import analyse, quotable, satisfies, strip_heading
+from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading
 from paperchat.evaluation import metrics as M
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
@@ -69,6 +69,24 @@ def test_question_focus_and_answer_kinds() -> None:
     assert not satisfies("number", "As shown in Table 3 and Section 4.2 [12], it helps.")
     assert satisfies("name", "We use BigBird-PEGASUS-large as the summarizer.", frozenset({"LongEval"}))
     assert not satisfies("name", "CiteSee shows the cards.", frozenset({"CiteSee"}))
+
+
+def test_money_and_duration_questions_and_sentences() -> None:
+    """What asks for an amount of money or a duration, and what states one (abstention's measure check)."""
+    for q in ("What was the training cost of the big model in US dollars?", "How much was each crowdworker paid for a single labeling job?",
+              "At what hourly rate were the annotators paid?", "How much money did the API calls cost?"):
+        assert measure_asked(q) == "money", q
+    for q in ("How many GPU hours were needed to train the 13B reward model?", "For how many days was the 7.5B model trained?",
+              "How long did it take to train the question and passage encoders?", "How many wall-clock days do the implementations need?",
+              "Roughly how much GPU time did training all of the models consume?"):
+        assert measure_asked(q) == "duration", q
+    for q in ("How long were the documents returned by TAS-B?", "What share of respondents agreed that their pay for the task was fair?",
+              "How much training compute did the 175B models need?", "How many attention heads are used?"):
+        assert measure_asked(q) == "", q
+    assert states("money", "Workers were paid 5 cents per annotation.") and states("money", "The run cost about $4.6M.")
+    assert states("money", "Annotators earned 15-20$ per hour.") and not states("money", "We reduce the search cost by a factor of 6.2X.")
+    assert states("duration", "Building the index takes about 8.5 hours on one server.") and states("duration", "trained for one week on a TPU v3-8")
+    assert states("duration", "It used roughly 300 GPU hours in total.") and not states("duration", "We train on 8 V100 GPUs with a batch size of 128.")
 
 
 def test_debris_is_not_quotable() -> None:
@@ -143,6 +161,35 @@ def test_refused_when_no_sentence_holds_what_is_asked() -> None:
         reading = ExtractiveAnswerer().read(question, sources)
         ev = read(reading.focus, reading.ranked, reading.candidates, sources)
         assert ev.asked == (0.0 if refused else 1.0) and rule.refuse(ev) is refused
+
+
+def test_refused_when_no_sentence_states_the_money_or_time_asked() -> None:
+    """A paper that describes its hardware but never says how long training took: a GPU-hours question is refused
+    with that reason; given the sentence that states the hours, it is answered."""
+    from paperchat.answering.evidence import Refusal, read
+    from paperchat.providers.answerers import ExtractiveAnswerer
+
+    hardware = "We train the reward model on 32 A100 GPUs with a batch size of 512 and a learning rate of 1e-5."
+    question = "How many GPU hours were needed to train the reward model?"
+    rule = Refusal(min_strength=-9.0)
+    for text, refused in ((hardware, True), (hardware + " Training the reward model took about 40 hours.", False)):
+        sources = [Source(n=1, paper_id="p", title="P", page=6, text=text, score=1.0)]
+        reading = ExtractiveAnswerer().read(question, sources)
+        ev = read(reading.focus, reading.ranked, reading.candidates, sources)
+        assert ev.measure == "duration" and ev.measured is not refused and rule.refuse(ev) is refused
+        assert Refusal(min_strength=-9.0, measures=False).refuse(ev) is False
+        if refused:
+            assert rule.why(ev) == "no passage states how long it took"
+
+
+def test_real_pdf_time_question_the_paper_does_not_answer_is_refused(qa: QA) -> None:
+    """DPR states how long building its FAISS index takes (8.5 hours) but not how long training its encoders took
+    (eval/askpdf_abstain_tune.jsonl): the first is answered with the hours, the second refused, naming the reason."""
+    dpr = Scope.for_paper("2004.04906")
+    ans = qa.ask("How many hours does constructing the FAISS index over all 21 million passage vectors take on one machine?", dpr, k=10)
+    assert not ans.abstained and "8.5 hours" in ans.answer
+    ans = qa.ask("How long did it take to train the question and passage encoders on Natural Questions?", dpr, k=10)
+    assert ans.abstained and ans.answer.startswith(CANNOT_ANSWER) and "no passage states how long it took" in ans.answer
 
 
 def test_dev_questions_regression(qa: QA) -> None:

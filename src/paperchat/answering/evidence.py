@@ -16,6 +16,10 @@ check reads the best sentences instead:
 A question is refused when a name it gives is missing, when `coverage + cosine - absent` (less MISFIT
 when no sentence read holds the kind of thing asked) falls below the calibrated threshold (`paperchat eval calibrate`, split-half on the dev sets),
 or, when turned on, when `asked` is below `answers.refuse_asked_below` (off: it did not carry to held-out questions).
+- measured: a question asking for an amount of money ("what did it cost in US dollars", "how much were they paid")
+  or a duration ("how many GPU hours", "for how many days") is refused when none of the TOP best sentences states
+  one (a currency amount; a number with a time unit). Papers that discuss their compute or annotation without
+  stating the dollars or hours are the commonest unanswerable questions in our sets (README, Quality).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, states
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -49,6 +53,8 @@ class Evidence:
     best: Scored | None
     counted: bool = True
     asked: float | None = None
+    measured: bool = True  # False when the question asks for money or a duration (`measure`) and none of the best sentences states one
+    measure: str = ""
 
     @property
     def strength(self) -> float:
@@ -79,10 +85,13 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
         seen = frozenset().union(*(c.tokens | c.context_tokens for c in cands))
         absent = sum(w for t, w in key.items() if t not in seen) / total
     text = " ".join(s.text for s in sources).lower()
-    missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}(?![\w-])", text))
+    missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}s?(?![\w-])", text))  # "GPU": "GPUs" too
     best = head[0]
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
-    return Evidence(round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked))
+    measured = not focus.measure or any(states(focus.measure, s.text) for s in ranked[:TOP])
+    return Evidence(
+        round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure
+    )
 
 
 def asked_cover(focus: Focus, ranked: Sequence[Scored], top: int = ASKED_TOP) -> float | None:
@@ -101,17 +110,20 @@ class Refusal:
     min_strength: float = 0.0
     names: bool = True
     min_asked: float = 0.0
+    measures: bool = True
 
     def refuse(self, ev: Evidence) -> bool:
-        """True when the sources do not answer: a name the question gives is missing, the evidence is weak, or
-        no sentence read holds what the question asks about."""
+        """True when the sources do not answer: a name the question gives is missing, the evidence is weak, no
+        sentence read holds what the question asks about, or none states the amount of money or the duration asked."""
         thin_asked = ev.asked is not None and ev.asked < self.min_asked
-        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked
+        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured)
 
     def why(self, ev: Evidence) -> str:
         """The reason shown with the cannot-answer text."""
         if self.names and ev.missing_names:
             return f"the sources never mention {' '.join(ev.missing_names)}"
+        if self.measures and not ev.measured:
+            return "no passage states an amount of money" if ev.measure == "money" else "no passage states how long it took"
         return "no passage says it"
 
 

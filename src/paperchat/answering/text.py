@@ -64,6 +64,48 @@ _POINTER = re.compile(r"\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equatio
 _CITE_YEAR = re.compile(r"\(\s*[A-Z][^()]{0,80}?(?:19|20)\d\d[a-z]?\s*\)|et al\.,?\s*\(?(?:19|20)\d\d")
 _HAS_NUMBER = re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I)
 _YEAR = re.compile(r"\b(?:19[5-9]\d|20[0-4]\d)\b")
+# Questions that ask for an amount of money or for how long something took, and sentences that state one
+# ("5 cents per annotation", "$4.6M", "about 8.5 hours", "one week", "300 GPU hours"). A paper that discusses its
+# training cost or hardware without ever stating the dollars or the hours does not answer such a question.
+Measure = Literal["money", "duration", ""]
+_MONEY_Q = re.compile(
+    r"\b(?:money|dollars?|USD|cents|wages?|salar(?:y|ies)|hourly\s+rate)\b|\$|"
+    r"\bhow\s+much\b[^?]*\b(?:paid|pay|cost|costs|charged?|spend|spent)\b|\bwhat\b[^?]*\b(?:rate|price|amount)\b[^?]*\bpaid\b",
+    re.I,
+)
+_DURATION_Q = re.compile(
+    r"\bhow\s+many\s+(?:\w+[\s-]){0,2}(?:hours|days|weeks|months|minutes|seconds|years)\b|"
+    r"\b(?:GPU|TPU|CPU|accelerator|chip)[\s-]?(?:hours|days|time)\b|"
+    r"\bhow\s+long\s+(?:did|does|do|had|has|was|were|is)\b(?:\s+\w+){0,6}?\s+(?:take|took|train\w*|run|ran|need|require)\b|"
+    r"\bfor\s+how\s+(?:long|many\s+(?:hours|days|weeks|months))\b",
+    re.I,
+)
+_MONEY = re.compile(r"(?:US\$|\$|USD|€|£)\s?\d|\d[\d,.]*\s?(?:[kKM]\s?)?(?:\$|USD|dollars?|cents?|€|£|euros?)", re.I)
+_DURATION = re.compile(
+    r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|half an?)"
+    r"(?:\s*[-–]\s*\d[\d,.]*)?[\s-]*(?:GPU[\s-]|TPU[\s-]|CPU[\s-]|wall[\s-]clock\s)?"
+    r"(?:hours?|hrs?|days?|weeks?|months?|minutes?|mins?|seconds?|secs?|ms|years?)\b(?!-)",
+    re.I,
+)
+
+
+def measure_asked(question: str) -> Measure:
+    """'money' when the question asks for an amount of money, 'duration' when it asks how long something took
+    ("how many GPU hours", "for how many days"), else ''."""
+    if _MONEY_Q.search(question):
+        return "money"
+    if _DURATION_Q.search(question):
+        return "duration"
+    return ""
+
+
+def states(measure: Measure, sentence: str) -> bool:
+    """Whether the sentence states that kind of measure: an amount with a currency, or a number with a time unit."""
+    if measure == "money":
+        return bool(_MONEY.search(sentence))
+    if measure == "duration":
+        return bool(_DURATION.search(sentence))
+    return True
 _COLOURS = re.compile(r"\b(?:red|green|blue|yellow|orange|purple|pink|grey|gray|black|white|brown|violet|cyan|magenta)\b", re.I)
 _SENTENCE_STARTERS = frozenset(
     "The We In This Our Each For To A An It These Such Given Unlike Following As Since While Here Table Figure "
@@ -82,6 +124,7 @@ class Focus:
     proposes: bool
     names: tuple[str, ...] = field(default=())
     counted: frozenset[str] = field(default=frozenset())  # what "how many" counts: "how many *participants*"
+    measure: Measure = ""  # an amount of money or a duration asked for (measure_asked)
 
     @property
     def weight(self) -> float:
@@ -120,7 +163,7 @@ def analyse(question: str, tok: Tokenizer) -> Focus:
     names = tuple(dict.fromkeys(question_names(question)))
     m = _HOW_MANY.search(question)
     counted = frozenset(t for t in tok(m.group(1)) if t in terms) if m else frozenset()
-    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted)
+    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted, measure_asked(question))
 
 
 _ASKED = re.compile(

@@ -35,7 +35,7 @@ def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path |
         row: dict[str, Any] = {"id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)}
         if evidence and q.scope == "paper" and hits:
             ev = assistant.evidence(q.question, scope, hits)
-            row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]), asked=ev["asked"])  # type: ignore[call-overload]
+            row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]), asked=ev["asked"], measured=ev["measured"])  # type: ignore[call-overload]
         rows.append(row)
     return rows
 
@@ -46,7 +46,8 @@ def _refusals(rows: Sequence[dict[str, Any]], t: float, names: bool, asked: floa
 
     def refused(r: dict[str, Any]) -> bool:
         thin = r.get("asked") is not None and r["asked"] < asked
-        return (names and bool(r["missing_names"])) or r["strength"] < t or thin
+        unstated = r.get("measured") is False  # the money / duration rule (answers.refuse_unstated_measure) is on by default
+        return (names and bool(r["missing_names"])) or r["strength"] < t or thin or unstated
 
     wrong = sum(refused(r) for r in pos)
     right = sum(refused(r) for r in neg)
