@@ -161,9 +161,10 @@ class AnswerSettings(BaseModel):
     refuse_unstated_measure: bool = Field(
         default=True,
         description=(
-            "paper questions: refuse a question asking for an amount of money or a duration ('cost in US dollars', 'how many GPU hours') "
-            "when none of the 5 best sentences states one; designed on askpdf_dev + askpdf_abstain_tune (right refusals 14 -> 24 of 43, "
-            "wrong 1 -> 1 of 72), then held out: eval/askpdf_heldout right 5 -> 6 of 11, wrong 2 -> 2 of 62"
+            "paper questions: refuse a question asking for an amount of money, a duration or a count of parameters or tokens ('cost in "
+            "US dollars', 'how many GPU hours', 'how many parameters') when none of the 5 best sentences states one; designed on askpdf_dev "
+            "+ askpdf_abstain_tune (right refusals 14 -> 27 of 43, wrong 1 -> 1 of 72), then held out: eval/askpdf_heldout right 5 -> 6 "
+            "of 11, wrong 2 -> 2 of 62"
         ),
     )
 

@@ -123,7 +123,7 @@ class Refusal:
         if self.names and ev.missing_names:
             return f"the sources never mention {' '.join(ev.missing_names)}"
         if self.measures and not ev.measured:
-            return "no passage states an amount of money" if ev.measure == "money" else "no passage states how long it took"
+            return {"money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens"}.get(ev.measure, "no passage states how long it took")
         return "no passage says it"
 
 
