@@ -64,6 +64,27 @@ def test_reingest_embeds_nothing(demo_library: Library, counted: CountingEmbedde
     assert demo_library.store.count() == before
 
 
+def test_other_extractor_rechunks_and_says_so(demo_library: Library, counted: CountingEmbedder, tmp_path: Path) -> None:
+    """A PDF stored with pypdf and ingested again with PDFium is parsed again, its chunks replaced by the new
+    extractor's, and the summary says so; ingested once more it is unchanged. Nothing else moves."""
+    from paperchat.ingestion.chunking import PageChunker
+    from paperchat.ingestion.pdf import read_pdf
+
+    lib = demo_library
+    folder = write_paper_folder(tmp_path / "again")
+    others = sorted(set(_ids(lib)) - set(lib.store.ids_of_paper(PAPER_ID, "pdf")))
+    lib.settings.pdf_extractor = "pdfium"
+    rep = Ingester(lib).ingest_pdfs([folder])
+    assert rep.exit_code == 0 and "re-chunked: extractor pypdf -> pdfium" in rep.stored[0][1], rep.stored
+    parsed = read_pdf(next(folder.glob("*.pdf")), extractor="pdfium")
+    want = {c.id for c in PageChunker(lib.settings.chunk_size, lib.settings.chunk_overlap).chunk_pages(PAPER_ID, parsed.pages)}
+    assert set(lib.store.ids_of_paper(PAPER_ID, "pdf")) == want
+    assert sorted(c.page for c in lib.store.get_chunks(sorted(want)).values()) == [1, 2, 3, 4]  # type: ignore[type-var]
+    assert sorted(set(_ids(lib)) - want) == others
+    again = Ingester(lib).ingest_pdfs([folder])
+    assert "unchanged" in again.stored[0][1] and again.chunks_added == 0
+
+
 def test_changed_text_replaces_old_chunk(demo_library: Library, counted: CountingEmbedder, tmp_path: Path) -> None:
     rec = json.loads(demo_lines(1, start=7)[0])
     rec["abstract"] += " We also release code."

@@ -210,6 +210,11 @@ class Settings(BaseSettings):
     batch_size: int = Field(default=64, ge=1, le=1024, description="texts embedded per batch")
     topics_file: Path = Field(default_factory=_default_topics_file, description="TOML file defining topics")
     chroma_url: str | None = Field(default=None, description="use a Chroma server (http://host:port) instead of the local store")
+    pdf_extractor: Literal["pypdf", "pdfium"] = Field(
+        default="pypdf",
+        description="PDF text extractor: 'pypdf' (the reference) or 'pdfium' (PDFium via pypdfium2: about 12x faster parsing, the same physical "
+        "page numbers). A new extractor is a new chunking: ingesting a stored PDF again under the other one re-extracts it and replaces its chunks",
+    )
     pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
     max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
     max_pdf_pages: int = Field(default=2000, gt=0, description="most pages accepted in one PDF")

@@ -205,7 +205,7 @@ class IngestOps:
 
         s = self.settings
         chunker = PageChunker(s.chunk_size, s.chunk_overlap)
-        parsed = [read_pdf(p, s.max_pdf_mb, s.max_pdf_pages) for p in pdfs]
+        parsed = [read_pdf(p, s.max_pdf_mb, s.max_pdf_pages, s.pdf_extractor) for p in pdfs]
         return [c.text for pdf in parsed for c in chunker.chunk_pages("x", pdf.pages)], sum(len(pdf.pages) for pdf in parsed)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

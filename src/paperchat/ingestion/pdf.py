@@ -1,4 +1,4 @@
-"""PDF reading with pypdf: cleaned text per page, title and arXiv id. Runs in worker processes with a
+"""PDF reading with pypdf (or PDFium, a setting): cleaned text per page, title and arXiv id. Runs in worker processes with a
 time limit (see `parse_many`), so a file that hangs the parser is reported and skipped."""
 
 from __future__ import annotations
@@ -79,11 +79,49 @@ def _open_reader(path: Path) -> Any:
         return reader
 
 
-def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedPdf:
-    """Parse one PDF into cleaned pages; raises SourceError with the reason when it cannot."""
+EXTRACTORS = ("pypdf", "pdfium")
+
+
+def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000, extractor: str = "pypdf") -> ParsedPdf:
+    """Parse one PDF into cleaned pages; raises SourceError with the reason when it cannot.
+
+    `extractor` picks the text extractor: "pypdf" (the reference) or "pdfium" (PDFium through pypdfium2,
+    about 12x faster on the shared PDFs). Both number pages by their physical order, so page numbers agree.
+    """
+    check_pdf_file(path, max_mb)
+    if extractor == "pdfium":
+        pages, first_raw, meta_title = _pages_pdfium(path, max_pages)
+    elif extractor == "pypdf":
+        pages, first_raw, meta_title = _pages_pypdf(path, max_pages)
+    else:
+        raise ValueError(f"unknown PDF extractor {extractor!r}: use one of {', '.join(EXTRACTORS)}")
+    n = len(pages)
+    if n == 0:
+        raise SourceError("the PDF has no pages", "download it again")
+    total = sum(len(p.text) for p in pages)
+    if total < MIN_TEXT_CHARS:
+        raise SourceError(
+            f"no extractable text in {n} page(s) (a scanned or image-only PDF?)",
+            "run OCR on it first (for example `ocrmypdf in.pdf out.pdf`) and ingest the result",
+        )
+    m = _ARXIV_STAMP.search(first_raw) or _ARXIV_IN_NAME.search(path.name)
+    return ParsedPdf(
+        path=str(path),
+        sha256=sha256_file(path),
+        title=_title_from(meta_title, first_raw, path),
+        arxiv_id=m.group(1) if m else None,
+        pages=pages,
+    )
+
+
+def _too_many_pages(n: int, max_pages: int) -> SourceError:
+    return SourceError(f"the PDF has {n} pages, over the {max_pages} page limit (a book or a proceedings volume?)", "split it, or raise PAPERCHAT_MAX_PDF_PAGES")
+
+
+def _pages_pypdf(path: Path, max_pages: int) -> tuple[list[Page], str, str | None]:
+    """(cleaned pages, the first page's raw text, the metadata title) by pypdf."""
     from pypdf.errors import PdfReadError
 
-    check_pdf_file(path, max_mb)
     try:
         reader = _open_reader(path)
         if reader.is_encrypted:
@@ -95,7 +133,7 @@ def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedP
                 raise SourceError("the PDF is encrypted with a password", "save a copy without the password")
         n = len(reader.pages)
         if n > max_pages:
-            raise SourceError(f"the PDF has {n} pages, over the {max_pages} page limit (a book or a proceedings volume?)", "split it, or raise PAPERCHAT_MAX_PDF_PAGES")
+            raise _too_many_pages(n, max_pages)
         pages: list[Page] = []
         first_raw = ""
         for i in range(n):
@@ -120,27 +158,63 @@ def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000) -> ParsedP
                 raise SourceError("the PDF's objects are nested too deeply to parse", "re-save the PDF with another tool") from exc
             cause = cause.__cause__ or cause.__context__
         raise SourceError(f"the PDF is damaged or truncated ({type(exc).__name__}: {exc})", "download it again") from exc
-    if n == 0:
-        raise SourceError("the PDF has no pages", "download it again")
-    total = sum(len(p.text) for p in pages)
-    if total < MIN_TEXT_CHARS:
-        raise SourceError(
-            f"no extractable text in {n} page(s) (a scanned or image-only PDF?)",
-            "run OCR on it first (for example `ocrmypdf in.pdf out.pdf`) and ingest the result",
-        )
-    m = _ARXIV_STAMP.search(first_raw) or _ARXIV_IN_NAME.search(path.name)
-    return ParsedPdf(
-        path=str(path),
-        sha256=sha256_file(path),
-        title=_title_from(meta_title, first_raw, path),
-        arxiv_id=m.group(1) if m else None,
-        pages=pages,
-    )
+    return pages, first_raw, meta_title
 
 
-def _worker(path: str, max_mb: float, max_pages: int) -> ParsedPdf | tuple[str, str]:
+# PDFium marks a hyphen it takes for a line-end hyphenation as U+FFFE ("rea\ufffe\r\nsoning"); between two
+# lower-case letters it joins them, elsewhere (a minus sign in an equation) it stands for a hyphen.
+_PDFIUM_SOFT_HYPHEN = re.compile(r"(?<=[a-z])\ufffe\s*(?=[a-z])")
+
+
+def pdfium_page_text(raw: str) -> str:
+    """PDFium's text of a page, cleaned the way pypdf's is (see clean_text), its hyphenation marks resolved."""
+    return clean_text(_PDFIUM_SOFT_HYPHEN.sub("", raw).replace("\ufffe", "-"))
+
+
+def _pages_pdfium(path: Path, max_pages: int) -> tuple[list[Page], str, str | None]:
+    """(cleaned pages, the first page's raw text, the metadata title) by PDFium."""
+    import pypdfium2 as pdfium
+
+    with open(path, "rb") as fh:  # PDFium opens a cut-off download and reads what is left: refuse it, as pypdf does
+        fh.seek(max(0, path.stat().st_size - 2048))
+        if b"%%EOF" not in fh.read():
+            raise SourceError("the PDF is damaged or truncated (no end-of-file marker)", "download it again")
     try:
-        return read_pdf(Path(path), max_mb, max_pages)
+        doc = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise SourceError("the PDF is encrypted with a password", "save a copy without the password") from exc
+        raise SourceError(f"the PDF is damaged or truncated ({exc})", "download it again") from exc
+    try:
+        n = len(doc)
+        if n > max_pages:
+            raise _too_many_pages(n, max_pages)
+        pages: list[Page] = []
+        first_raw = ""
+        for i in range(n):
+            try:
+                page = doc[i]
+                textpage = page.get_textpage()
+                raw = textpage.get_text_range()
+                textpage.close()
+                page.close()
+            except pdfium.PdfiumError:  # one broken page must not lose the rest of the paper
+                raw = ""
+            if i == 0:
+                first_raw = raw.replace("\r\n", "\n")
+            pages.append(Page(number=i + 1, text=pdfium_page_text(raw)))
+        try:
+            meta_title = doc.get_metadata_dict(skip_empty=True).get("Title")
+        except pdfium.PdfiumError:
+            meta_title = None
+    finally:
+        doc.close()
+    return pages, first_raw, meta_title
+
+
+def _worker(path: str, max_mb: float, max_pages: int, extractor: str) -> ParsedPdf | tuple[str, str]:
+    try:
+        return read_pdf(Path(path), max_mb, max_pages, extractor)
     except SourceError as exc:
         return ("error", str(exc))
     except Exception as exc:  # anything else pypdf throws: report, never crash the batch
@@ -185,18 +259,20 @@ class ParseResult:
     error: str | None
 
 
-def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: int = 1, max_pages: int = 2000) -> Iterator[ParseResult]:
+def parse_many(
+    paths: Sequence[Path], max_mb: float, timeout_s: float, workers: int = 1, max_pages: int = 2000, extractor: str = "pypdf"
+) -> Iterator[ParseResult]:
     """Parse PDFs in worker processes, yielding results in input order.
 
     A file that takes longer than `timeout_s` is reported as failed; its worker is killed and the pool is
     started again for the remaining files.
     """
-    # fork: the worker only runs pypdf, so it need not re-import torch or the caller's __main__.
+    # fork: the worker only runs the PDF parser, so it need not re-import torch or the caller's __main__.
     ctx = mp.get_context("fork")
     pending = list(paths)
     while pending:
         pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),))
-        futures = [pool.submit(_worker, str(p), max_mb, max_pages) for p in pending]
+        futures = [pool.submit(_worker, str(p), max_mb, max_pages, extractor) for p in pending]
         restart_from: int | None = None
         for i, (path, fut) in enumerate(zip(pending, futures, strict=True)):
             try:
@@ -206,7 +282,7 @@ def parse_many(paths: Sequence[Path], max_mb: float, timeout_s: float, workers: 
                 restart_from = i + 1
                 break
             except cf.process.BrokenProcessPool:
-                yield ParseResult(path, None, "the parser crashed on this file (out of memory or a bug in pypdf)")
+                yield ParseResult(path, None, f"the parser crashed on this file (out of memory or a bug in {extractor})")
                 restart_from = i + 1
                 break
             if isinstance(res, tuple):

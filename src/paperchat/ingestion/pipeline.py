@@ -115,6 +115,27 @@ class PdfPlan:
     pdf_hash: str
     new: list[StoredChunk]
     skipped: int
+    rechunk: str | None = None  # stored before under another chunking: what changed
+
+
+def chunking_signature(chunk_size: int, chunk_overlap: int, extractor: str) -> str:
+    """What a stored PDF's chunks were made with, kept beside its hash: the same bytes under the same
+    signature are skipped, under another one parsed again. pypdf, the first extractor, adds nothing, so stores
+    built before the setting existed keep their chunks."""
+    base = f"{chunk_size}/{chunk_overlap}"
+    return base if extractor == "pypdf" else f"{base}/{extractor}"
+
+
+def describe_rechunk(old: str, new: str) -> str:
+    """'extractor pypdf -> pdfium', 'chunks 1000/150 -> 800/100', or both: what differs between two signatures."""
+    o, n = old.split("/"), new.split("/")
+    parts = []
+    if o[:2] != n[:2]:
+        parts.append(f"chunks {'/'.join(o[:2])} -> {'/'.join(n[:2])}")
+    ox, nx = (o[2] if len(o) > 2 else "pypdf"), (n[2] if len(n) > 2 else "pypdf")
+    if ox != nx:
+        parts.append(f"extractor {ox} -> {nx}")
+    return ", ".join(parts) or f"{old} -> {new}"
 
 
 def _pdf_paper_id(pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> str:
@@ -284,7 +305,8 @@ class Ingester:
         report.failed.extend(Failure(s, r) for s, r in missing)
         sidecars, problems = load_sidecars(files)
         report.failed.extend(Failure(src, why) for src, why in problems)
-        signature = f"{self.settings.chunk_size}/{self.settings.chunk_overlap}"
+        signature = chunking_signature(self.settings.chunk_size, self.settings.chunk_overlap, self.settings.pdf_extractor)
+        rechunked: dict[Path, str] = {}  # stored before under another chunking: why it is parsed again
         to_parse: list[Path] = []
         shas: dict[Path, str] = {}
         for f in files:
@@ -295,7 +317,8 @@ class Ingester:
                 continue
             shas[f] = sha
             known = self.lib.catalog.find_by_pdf_sha(sha)
-            if known is not None and self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] == f"{sha}:{signature}":
+            stored_as = self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] if known is not None else None
+            if known is not None and stored_as == f"{sha}:{signature}":
                 held = self.lib.store.ids_of_paper(known.id, "pdf")
                 if held:  # else the store lost its chunks (e.g. the chroma folder was deleted): parse again
                     report.papers += 1
@@ -303,13 +326,16 @@ class Ingester:
                     report.chunks_skipped += len(self.lib.store.ids_of_paper(known.id))
                     report.stored.append((str(f), f"unchanged, already stored as {known.id}"))
                     continue
+            if stored_as and stored_as.startswith(f"{sha}:") and stored_as != f"{sha}:{signature}":
+                rechunked[f] = describe_rechunk(stored_as.split(":", 1)[1], signature)
             to_parse.append(f)
         chunker = PageChunker(self.settings.chunk_size, self.settings.chunk_overlap)
         if to_parse:
             self.lib.store.record_chunking()
         workers = 1 if len(to_parse) < 4 else 2
         group: list[PdfPlan] = []  # parsed and planned, waiting to be embedded together
-        for res in parse_many(to_parse, self.settings.max_pdf_mb, self.settings.pdf_timeout_s, workers, self.settings.max_pdf_pages):
+        s = self.settings
+        for res in parse_many(to_parse, s.max_pdf_mb, s.pdf_timeout_s, workers, s.max_pdf_pages, s.pdf_extractor):
             if res.pdf is None:
                 report.failed.append(Failure(str(res.path), res.error or "unknown error"))
                 continue
@@ -318,7 +344,7 @@ class Ingester:
                 self._flush_pdfs(group, report)  # the same paper twice: the second is planned after the first is written
                 group = []
             try:
-                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, f"{shas[res.path]}:{signature}", paper_id))
+                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, f"{shas[res.path]}:{signature}", paper_id, rechunked.get(res.path)))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
             if sum(len(q.new) for q in group) >= PDF_EMBED_GROUP:
@@ -353,7 +379,9 @@ class Ingester:
         )
         return paper, True
 
-    def _plan_pdf(self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None) -> PdfPlan:
+    def _plan_pdf(
+        self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None, rechunk: str | None = None
+    ) -> PdfPlan:
         """A parsed PDF's paper, chunks and the chunks the store does not hold yet (reads only)."""
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
         topics = paper.topics if not is_new else self.lib.topics.match(paper)
@@ -364,7 +392,7 @@ class Ingester:
         stored = [StoredChunk.of(c, paper.date, topics) for c in chunks]
         existing = self.lib.store.existing_ids([c.id for c in stored])
         new = [c for c in stored if c.id not in existing]
-        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, pdf_hash, new, len(stored) - len(new))
+        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, pdf_hash, new, len(stored) - len(new), rechunk)
 
     def _flush_pdfs(self, group: Sequence[PdfPlan], report: IngestReport) -> None:
         """Embed the new chunks of several PDFs in one call (batched by length across them, so batches carry
@@ -381,7 +409,8 @@ class Ingester:
             at += len(q.new)
             try:
                 self._write_pdf(q, vecs, report)
-                report.stored.append((str(q.source), f"stored as {q.paper.id} ({len(q.pdf.pages)} pages)"))
+                again = f"; re-chunked: {q.rechunk}" if q.rechunk else ""
+                report.stored.append((str(q.source), f"stored as {q.paper.id} ({len(q.pdf.pages)} pages{again})"))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(q.source), f"could not be stored ({type(exc).__name__}: {exc})"))
             if self.progress:
