@@ -69,6 +69,13 @@ class Evidence:
         return d
 
 
+def mentioned(name: str, text: str) -> bool:
+    """Whether a lower-cased text mentions a name the question gives, as a word or its plural ("GPU": "GPUs"),
+    also as the head of a hyphenated word ("GPT" of "GPT-4-judged": "GPT-4", "GPT- 4"), never inside a word
+    ("BERT" is not in "RoBERTa") or as its tail ("BERT" is not "Sentence-BERT")."""
+    return re.search(rf"(?<![\w-]){re.escape(name.lower())}s?(?!\w)", text) is not None
+
+
 def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sources: Sequence[Source], scope_df: Mapping[str, int] | None = None) -> Evidence:
     """The evidence the ranked sentences give for the question."""
     if not ranked or not focus.terms:
@@ -85,7 +92,7 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
         seen = frozenset().union(*(c.tokens | c.context_tokens for c in cands))
         absent = sum(w for t, w in key.items() if t not in seen) / total
     text = " ".join(s.text for s in sources).lower()
-    missing = tuple(n for n in focus.names if not re.search(rf"(?<![\w-]){re.escape(n.lower())}s?(?![\w-])", text))  # "GPU": "GPUs" too
+    missing = tuple(n for n in focus.names if not mentioned(n, text))
     best = head[0]
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
     measured = not focus.measure or any(states(focus.measure, s.text) for s in ranked[:TOP])
