@@ -74,6 +74,15 @@ def test_question_focus_and_answer_kinds() -> None:
     assert not mentioned("BERT", "roberta and sentence-bert") and not mentioned("GPT", "chatgpt")
     assert satisfies("number", "In this work we employ h = 8 parallel attention layers, or heads.")
     assert not satisfies("number", "As shown in Table 3 and Section 4.2 [12], it helps.")
+    # Numbers that only mark structure are not values (askpdf_dev pdf-2004.14283-2 quoted this first).
+    assert not satisfies(
+        "number",
+        "(1) For each extraction, we find its neighbors based on the cosine similarity of their embeddings.4 "
+        "3.3 Topic and Review Selection We next identify a subset of extractions.",
+    )
+    assert not satisfies("number", "5 Experiments 5.1 Unsupervised Pretraining How much in-domain data is needed?")
+    assert satisfies("number", "We prune neighbors of an extraction which have low cosine similarity (< 0.8).")
+    assert satisfies("number", "8 GPUs were used, (a) with a batch of 32.")
     assert satisfies("name", "We use BigBird-PEGASUS-large as the summarizer.", frozenset({"LongEval"}))
     assert not satisfies("name", "CiteSee shows the cards.", frozenset({"CiteSee"}))
 

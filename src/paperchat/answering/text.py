@@ -61,6 +61,9 @@ _NUMBER_WORDS = (
 )
 # A number that is the answer, not a pointer: "Table 3", "Section 4.2", "[12]", "Eq. (2)" do not count.
 _POINTER = re.compile(r"\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Algorithm|Step|Line)\s*\(?\d+(?:\.\d+)*\)?|\[\d+(?:[,\s\u2013-]+\d+)*\]")
+# Numbers that only mark structure: a list marker "(1)", "(ii)"; a section number before its heading
+# ("3.3 Topic and Review Selection"); a footnote mark stuck to a word's final stop ("embeddings.4").
+_MARKER = re.compile(r"\((?:\d{1,2}|[ivx]{1,4}|[a-h])\)|^\s*\d{1,2}\.?\s+(?=[A-Z][a-z])|\b\d+(?:\.\d+)+\s+(?=[A-Z][a-z])|(?<=[a-z][.,;:])\d{1,2}\b")
 _CITE_YEAR = re.compile(r"\(\s*[A-Z][^()]{0,80}?(?:19|20)\d\d[a-z]?\s*\)|et al\.,?\s*\(?(?:19|20)\d\d")
 _HAS_NUMBER = re.compile(rf"\d|\b(?:{_NUMBER_WORDS})\b", re.I)
 _YEAR = re.compile(r"\b(?:19[5-9]\d|20[0-4]\d)\b")
@@ -245,6 +248,7 @@ def satisfies(kind: AnswerKind, sentence: str, known: frozenset[str] = frozenset
         return True
     bare = _CITE_YEAR.sub(" ", _POINTER.sub(" ", sentence))
     if kind == "number":
+        bare = _MARKER.sub(" ", bare)
         return bool(_HAS_NUMBER.search(bare))
     if kind == "year":
         return bool(_YEAR.search(bare))
