@@ -17,7 +17,7 @@ import pytest
 
 from paperchat.answering import topic_map
 from paperchat.answering.evidence import mentioned
-from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading
+from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading, widen
 from paperchat.evaluation import metrics as M
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
@@ -109,6 +109,29 @@ def test_money_and_duration_questions_and_sentences() -> None:
     assert not states("size", "We compare a small and a large model in the scaling ablation.")
 
 
+def test_answer_line_takes_the_sentence_it_leans_on() -> None:
+    """A sentence that points back ("In contrast, ...", "This result ...") is quoted with the sentence before it; one
+    completed by a contrast on the question's subject ("Instead, ...") with the sentence after it; the quote stays a
+    verbatim substring of the passage."""
+    dpr = (
+        "Table 4 shows the results. With the help of FAISS in-memory index for real-valued vectors, DPR can be made incredibly "
+        "efficient, processing 995.0 questions per second. In contrast, BM25/Lucene processes 23.7 questions per second per "
+        "CPU thread. On the other hand, the time required for building an index for dense vectors is much longer."
+    )
+    f = analyse("How many questions per second can the dense retriever handle, compared with the Lucene baseline?", TOK)
+    quote = widen("In contrast, BM25/Lucene processes 23.7 questions per second per CPU thread.", dpr, f, TOK)
+    assert quote.startswith("With the help of FAISS") and quote.endswith("per CPU thread.") and quote in dpr
+    flash = "We do not need to store the dropout mask from the forward pass. Instead, we save the generator states and re-generate the dropout mask in the backward pass."
+    f = analyse("How does the backward computation avoid storing the dropout mask?", TOK)
+    assert widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK) == flash
+    f = analyse("Which activations are kept in memory?", TOK)  # "Instead" completes it, but says nothing asked here
+    assert widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK) == "We do not need to store the dropout mask from the forward pass."
+    own = "Transformers dominate NLP. This paper studies how many heads an attention layer needs."
+    assert widen("This paper studies how many heads an attention layer needs.", own, analyse("How many heads?", TOK), TOK).startswith("This paper")
+    abstract = "Learning Without Heads. This result holds for every model we tried."  # the first sentence is the title
+    assert widen("This result holds for every model we tried.", abstract, analyse("Which models?", TOK), TOK, titled=True).startswith("This result")
+
+
 def test_debris_is_not_quotable() -> None:
     assert not quotable("Filter Number of papers No title 20k No authors 0.3M < 100 chars 80.0M Not English 15.2M")
     assert not quotable("MultiHead(Q,K,V ) = Concat(head1,..., headh)W O where headi = Attention(QW Q i ,KW K i ,VW V i )")
@@ -157,6 +180,15 @@ def test_attention_heads_answer_comes_first(qa: QA) -> None:
 def test_numeric_question_leads_with_the_number(qa: QA) -> None:
     ans = qa.ask("What batch size was used to train the main dense retriever?", Scope.for_paper("2004.04906"))
     assert "128" in _first_quote(ans.answer)
+
+
+def test_comparison_answer_quotes_both_sides(qa: QA) -> None:
+    """askpdf_dev pdf-2004.04906-3: the best sentence is "In contrast, BM25/Lucene ... 23.7 questions per second";
+    the answer line quotes it with the sentence it contrasts, DPR's 995.0."""
+    ans = qa.ask("How many questions per second can the dense retriever handle with an in-memory FAISS index, compared with the Lucene baseline?", Scope.for_paper("2004.04906"))
+    first = _first_quote(ans.answer)
+    assert "995.0 questions per second" in first and "23.7 questions per second" in first
+    assert ans.citations[0].support == 1.0
 
 
 def test_unanswerable_question_is_refused_with_what_was_found_nearby(qa: QA) -> None:

@@ -373,3 +373,61 @@ def candidates(sources: Sequence[Source], tok: Tokenizer) -> list[Candidate]:
             ctx = frozenset().union(*tokens[max(0, i - 1) : i], *tokens[i + 1 : i + 2])
             out.append(Candidate(src.n, src.paper_id, src.page, s, i, fragment, frozenset(tok(s)), ctx, counted_words(s, tok)))
     return out
+
+
+# -- the answer line: a sentence with the sentence it leans on ----------------------------------------
+
+# A sentence that points back ("This result won ...", "In contrast, BM25 processes 23.7 ...") means little
+# without the sentence before it; "This paper ..." and "This work ..." stand alone.
+_LEANS_BACK = re.compile(
+    r"^(?:(?:This|These|That|Those|Such)\b(?!\s+(?:paper|work|study|article|section|chapter|report|survey)\b)|"
+    r"(?:It|Its|They|Their)\b|The (?:latter|former)\b|(?:In|By) contrast\b|In comparison\b|Instead\b|Otherwise\b|"
+    r"Conversely\b|On the other hand\b|Similarly\b|Likewise\b)"
+)
+# A sentence that completes the one before it by contrast ("We do not store the mask. Instead, we ...").
+_COMPLETES = re.compile(r"^(?:Instead\b|But\b|However\b|(?:In|By) contrast\b|In comparison\b|Otherwise\b|Conversely\b|On the other hand\b)")
+WIDE_MAX = 600  # characters: a wider quote than this stays one sentence
+
+
+def sentence_spans(passage: str) -> list[tuple[int, int]]:
+    """Where each sentence of `split_sentences(passage)` lies in the passage, in order."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for s in split_sentences(passage):
+        i = passage.find(s, pos)
+        if i < 0:
+            continue
+        spans.append((i, i + len(s)))
+        pos = i + len(s)
+    return spans
+
+
+def widen(sentence: str, passage: str, focus: Focus, tok: Tokenizer, titled: bool = False) -> str:
+    """The quote for an answer's first line: the sentence, with the sentence before it when it leans back on it
+    ("This result ...", "In contrast, ..."), and the sentence after it when that one completes it by contrast
+    ("Instead, ...", "But ...") and speaks of the question (one of its content words); one of the two at most. The result is a verbatim
+    substring of the passage, so it stays a supported quote; `titled`: the passage starts with its paper's
+    title (an abstract), which is never quoted."""
+    start = passage.find(sentence)
+    if start < 0:
+        return sentence
+    end = start + len(sentence)
+    spans = sentence_spans(passage)
+    at = next((j for j, (a, b) in enumerate(spans) if a <= start < b), None)
+    if at is None:
+        return sentence
+    lo, hi = start, end
+    if _LEANS_BACK.match(sentence) and at > (1 if titled else 0) and start == spans[at][0]:
+        a, b = spans[at - 1]
+        before = passage[a:b]
+        if quotable(before) and (before[:1].isupper() or before[:1].isdigit()):
+            lo = a
+    if lo == start and at + 1 < len(spans):  # one neighbour at most: a pair, not a paragraph
+        a, b = spans[at + 1]
+        after = passage[a:b]
+        asked = {t for t, w in focus.terms.items() if w >= 1.0}
+        if _COMPLETES.match(after) and quotable(after) and asked & set(tok(after)):
+            hi = b
+    if (lo, hi) == (start, end) or hi - lo > WIDE_MAX:
+        return sentence
+    return passage[lo:hi]

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from paperchat.answering import Reading, read_sources, topic_map
+from paperchat.answering.text import widen
 from paperchat.answering.topic_map import TopicContext
 from paperchat.errors import AnswererError, ConfigError
 from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
@@ -116,14 +117,22 @@ class ExtractiveAnswerer:
         return self._paper(reading, sources)
 
     def _paper(self, reading: Reading, sources: Sequence[Source]) -> list[str]:
+        """The best sentence first (with the sentence it leans on, `widen`), then up to `context_sentences` more
+        that the first line does not already quote."""
         by_n = {s.n: s for s in sources}
-        picked = reading.ranked[: 1 + self.context_sentences]
-        pieces = []
-        for i, sc in enumerate(picked):
-            page = by_n[sc.cand.n].page
-            where = f" (p. {page})" if page else ""
-            lead = "The paper says" if i == 0 else "It also notes"
-            pieces.append(f'{lead}{where}: "{sc.text}" [{sc.cand.n}]\n')
+        pieces: list[str] = []
+        quoted: list[str] = []
+        for sc in reading.ranked:
+            if len(pieces) > self.context_sentences:
+                break
+            if any(sc.text in q for q in quoted):
+                continue
+            src = by_n[sc.cand.n]
+            text = widen(sc.text, src.text, reading.focus, self.tokenizer, titled=src.page is None) if not pieces else sc.text
+            quoted.append(text)
+            where = f" (p. {src.page})" if src.page else ""
+            lead = "The paper says" if not pieces else "It also notes"
+            pieces.append(f'{lead}{where}: "{text}" [{sc.cand.n}]\n')
         return pieces
 
     def _map(self, reading: Reading, sources: Sequence[Source], context: TopicContext | None) -> list[str]:
