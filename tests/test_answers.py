@@ -140,6 +140,15 @@ def test_debris_is_not_quotable() -> None:
     assert quotable("In this work we employ h = 8 parallel attention layers, or heads.")
     s = "3.2.3 Applications of Attention in our Model The Transformer uses multi-head attention in three different ways:"
     assert strip_heading(s) == "The Transformer uses multi-head attention in three different ways:" and s.endswith(strip_heading(s))
+    # numbered headings in sentence case end where a capitalised word follows a lower-case content word
+    assert strip_heading("5.1 The JFT dataset JFT is an internal Google dataset with 100 million labeled images.").startswith("JFT is an internal")
+    assert strip_heading("B.1 Training and evaluation details For this experiment we used the Parity task.").startswith("For this experiment")
+    assert strip_heading("4.5 Dialogue Safety Evaluations Finally, we compare OPT-175B on two safety evaluations.").startswith("Finally, we compare")
+    s = "A Transformer model uses BERT to encode the query and the documents in one pass."  # a lettered "heading" that is a sentence
+    assert strip_heading(s) == s
+    assert not quotable("Shoeybi, Mohammad et al. Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism.")
+    assert not quotable("Vaswani, A. and Shazeer, N. Attention is all you need, a paper of the year.")
+    assert quotable("However, Smith et al. (2020) showed that the model fails on long inputs.")
 
 
 def test_clustering_is_deterministic_and_labels_are_distinctive() -> None:

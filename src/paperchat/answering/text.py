@@ -268,6 +268,7 @@ _REFERENCE = re.compile(
     r"Workshop on|URL https?://|https?://)",
     re.I,
 )
+_CITED_AUTHORS = re.compile(r"""^[A-Z][\w'-]+,\s+(?:[A-Z][a-z]+|[A-Z]\.)(?:\s+[A-Z]\.)*\s+(?:et al\.\s+[\u201c"A-Z]|and\s+[A-Z][\w'-]+,\s+[A-Z]\.)""")
 _AFFILIATION = re.compile(r"@|\b(?:University|Universit[àä]t|Institute|Department|Laboratory|Labs?|Inc\.|Ltd|School of|College|Corporation|Research Center)\b")
 _SECTION_HEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-H](?:\.\d+)*\.?|[IVX]+\.)\s+(?=[A-Z])")
 _BULLET = re.compile(r"\s*[•●▪◦]\s*")
@@ -314,6 +315,8 @@ def _reference(sentence: str) -> bool:
     """A bibliography entry or a run of author names."""
     if _REFERENCE.search(sentence) and (_YEAR.search(sentence) or "arXiv" in sentence):
         return True
+    if _CITED_AUTHORS.match(sentence):  # "Shoeybi, Mohammad et al. Megatron-LM: ..."
+        return True
     names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z]\.)* [A-Z][a-z]+(?:-[A-Z][a-z]+)?,", sentence)
     return len(names) >= 3 and len(re.findall(r"\b[a-z]{4,}\b", sentence)) < len(names) * 2
 
@@ -329,20 +332,41 @@ def _header_like(sentence: str) -> bool:
     return len(words) >= 3 and caps > 0.75 and not sentence.rstrip().endswith((".", "?", "!", ":"))
 
 
+_FUNCTION_WORDS = frozenset("of and or for in on with to the a an from by via our vs. into at as its their over under between".split())
+_COMMA_OPENERS = frozenset("Finally However Moreover Furthermore Additionally Specifically Overall Instead Similarly Here First Second Third".split())
+
+
 def strip_heading(sentence: str) -> str:
     """A sentence without the section heading the PDF text glued to its front ("3.2 Attention The model ...").
 
-    The result is a suffix of the sentence, so it stays a verbatim quote."""
+    The heading ends at the first word that opens a sentence ("The", "We", "Since", ...). A numbered heading ("5.1",
+    "B.1", "4") may be in sentence case ("5.1 The JFT dataset JFT is ...", "2.3 Maximum number of pondering steps
+    Since ..."): there a capitalised word right after a lower-case content word, or an opener with its comma
+    ("Finally,"), also starts the sentence. After a lettered one ("A Transformer model ...", which may be a
+    sentence) a lower-case content word means the heading's end cannot be told. The result is a suffix of the
+    sentence, so it stays a verbatim quote."""
     m = _SECTION_HEAD.match(sentence)
     if not m:
         return sentence
+    numbered = any(ch.isdigit() for ch in m.group(0))
     words = sentence[m.end() :].split(" ")
-    for i, w in enumerate(words[1:13], start=1):
+    window = list(enumerate(words[1:13], start=1))
+
+    def cut(i: int) -> str:
+        rest = " ".join(words[i:])
+        return rest if len(rest) >= 25 else sentence
+
+    for i, w in window:
         if w in _SENTENCE_STARTERS:
-            rest = " ".join(words[i:])
-            return rest if len(rest) >= 25 else sentence
-        if w[:1].islower() and w not in ("of", "and", "for", "in", "on", "with", "to", "the", "a", "an", "from", "by", "via", "our", "vs."):
+            return cut(i)
+        if not numbered and w[:1].islower() and w not in _FUNCTION_WORDS:
             return sentence  # a lower-case content word: the heading's end cannot be told
+    if numbered:
+        for i, w in window:
+            prev = words[i - 1]
+            after_content = prev[:1].islower() and prev.isalpha() and prev not in _FUNCTION_WORDS
+            if (w[:1].isupper() and after_content) or (w.endswith(",") and w[:-1] in _COMMA_OPENERS):
+                return cut(i)
     return sentence
 
 
