@@ -6,6 +6,8 @@ split halves: retrieval runs once per question, then the extractive reading is s
 
 Prints, per value and half, the share of answerable questions whose first quoted sentence holds a gold
 answer (answer.holds_first) and whose first three hold one (answer.holds), as `eval run` measures them.
+With several --set files, the same two shares are printed per set as well: a value is worth keeping only
+where it wins on the sets it was not chosen on.
 """
 
 from __future__ import annotations
@@ -57,7 +59,13 @@ def main() -> None:
     args = ap.parse_args()
     settings = Settings()
     assistant = Assistant(settings)
-    questions = [q for f in args.set for q in load_set(f)[0] if q.scope == "paper" and not q.unanswerable and q.gold_answer]
+    questions = []
+    set_of: dict[str, str] = {}
+    for f in args.set:
+        for q in load_set(f)[0]:
+            if q.scope == "paper" and not q.unanswerable and q.gold_answer:
+                questions.append(q)
+                set_of[q.id] = f.stem
     embedder = _Memo(assistant.library.embedder)
     tok = Tokenizer()
     read = {}
@@ -79,7 +87,15 @@ def main() -> None:
             row[q.id] = (first, three)
         f = [statistics.fmean(row[q.id][0] for q in h) for h in (a, b)]
         t = [statistics.fmean(row[q.id][1] for q in h) for h in (a, b)]
-        print(f"{v:8} | {f[0]:.3f} / {f[1]:.3f}    | {t[0]:.3f} / {t[1]:.3f}")
+        per_set = ""
+        if len(args.set) > 1:
+            names = list(dict.fromkeys(set_of.values()))
+            cells = []
+            for name in names:
+                ids = [q.id for q in questions if set_of[q.id] == name]
+                cells.append(f"{name} {statistics.fmean(row[i][0] for i in ids):.3f}/{statistics.fmean(row[i][1] for i in ids):.3f}")
+            per_set = " | " + "  ".join(cells)
+        print(f"{v:8} | {f[0]:.3f} / {f[1]:.3f}    | {t[0]:.3f} / {t[1]:.3f}{per_set}")
 
 
 if __name__ == "__main__":
