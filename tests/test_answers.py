@@ -339,3 +339,25 @@ def test_the_best_paper_leads_the_map_even_alone() -> None:
     groups = topic_map.build_groups(lines, vectors, analyse("What reward designs are used for search agents?", Tokenizer()))
     assert groups[0].papers[0].paper_id == "p0" and groups[0].label
     assert sorted(p.paper_id for g in groups for p in g.papers) == [f"p{i}" for i in range(7)]
+
+
+def test_topic_map_quotes_what_a_paper_does_not_the_problem_it_starts_from() -> None:
+    """A paper whose best-matching sentence only states the problem ("rewards are often sparse") is quoted where
+    it says what it does about it, when it says so in words of the question; with no such sentence the problem
+    sentence stays."""
+    from paperchat.answering.text import problem_statement, says_what_it_does
+    from paperchat.providers.answerers import ExtractiveAnswerer
+
+    problem = "However, multi-turn RL remains challenging as rewards are often sparse or delayed for search agents."
+    doing = "We propose CM2, which replaces outcome rewards with checklist rewards for each search turn."
+    assert problem_statement(problem) and not problem_statement(doing) and says_what_it_does(doing)
+    assert says_what_it_does("IGPO defines turn-level rewards as the marginal gain in answer probability.")
+    assert not says_what_it_does("Experiments on seven benchmarks show clear gains.")
+    assert not problem_statement("We propose a method that overcomes the limitations of sparse rewards.")
+    other = "Search agents trained with RL suffer from sparse outcome rewards over long multi-turn trajectories."
+    sources = [
+        Source(n=1, paper_id="a", title="CM2: checklists", text=f"CM2: checklists\n\n{problem} {doing}", score=1.0),
+        Source(n=2, paper_id="b", title="B: only a problem", text=f"B: only a problem\n\n{other} Results follow.", score=0.5),
+    ]
+    text = "".join(ExtractiveAnswerer().compose("What reward designs are used to train multi-turn search agents with RL?", sources, topic_level=True))
+    assert f'"{doing}" [1]' in text and f'"{other}" [2]' in text

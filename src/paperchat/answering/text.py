@@ -232,6 +232,35 @@ def contribution(sentence: str) -> bool:
     return bool(_CONTRIBUTION.search(sentence))
 
 
+# A sentence that states the problem a paper starts from, not what it does about it: "However, multi-turn RL
+# remains challenging as rewards are often sparse", "This reward sparsity becomes particularly problematic ...".
+_PROBLEM = re.compile(
+    r"^(?:However|But|Yet|Unfortunately|Despite|Although|While)\b|"
+    r"\b(?:challeng(?:e|es|ing)|remains?\s+(?:an?\s+)?(?:open|unclear|difficult|limited|underexplored|challenging)|problematic|"
+    r"suffers?|suffering|struggles?|struggling|bottlenecks?|hinders?|hindered|plagued|lacks?|lacking|fail(?:s|ed)?\s+to|"
+    r"limitations?|limited\s+by|is\s+(?:still\s+)?(?:difficult|hard|costly|expensive)|exacerbat\w*|prone\s+to|inefficien\w*)\b",
+    re.I,
+)
+
+
+def says_what_it_does(sentence: str) -> bool:
+    """A sentence about the paper's own method: "we propose ...", "Our framework ...", or one whose subject is a
+    name ("IGPO models each turn as ...", "GoAT excels at ...")."""
+    if contribution(sentence) or re.match(r"(?:Our|We|In this (?:paper|work))\b", sentence):
+        return True
+    first = re.match(r"[A-Za-z0-9][\w.-]*", sentence)
+    if first is None:
+        return False
+    word = first.group(0).rstrip(".")
+    return _is_name(word) and word not in _HEADER_NAMES
+
+
+def problem_statement(sentence: str) -> bool:
+    """A sentence that states a problem or a gap ("remains challenging", "suffers from", "However, ...") and says
+    nothing of what the paper does about it (no "we propose ...")."""
+    return bool(_PROBLEM.search(sentence)) and not contribution(sentence)
+
+
 # Venue and header acronyms that running page headers glue into sentences: not answers.
 _HEADER_NAMES = frozenset("ACL EMNLP NAACL EACL COLING CHI UIST CSCW NeurIPS NIPS ICML ICLR AAAI IJCAI KDD SIGIR WWW CVPR ICCV ECCV TACL JMLR ACM IEEE arXiv".split())
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from paperchat.answering.select import Scored
-from paperchat.answering.text import ASKED_WEIGHT, Focus, contribution
+from paperchat.answering.text import ASKED_WEIGHT, Focus, contribution, problem_statement, says_what_it_does
 from paperchat.text import STOPWORDS as _STOPWORDS
 from paperchat.types import Source
 
@@ -213,6 +213,9 @@ def _lines(focus: Focus, by_paper: dict[str, list[Scored]], asked: set[str], min
         best = scored[0]
         if best.lexical <= min_lexical:
             continue  # its best sentence does not address the question's words
+        if problem_statement(best.text):  # "rewards are often sparse" states the problem; quote what the paper does
+            doing = [s for s in scored if not problem_statement(s.text) and s.lexical > min_lexical and says_what_it_does(s.text)]
+            best = doing[0] if doing else best
         if focus.proposes:  # "what methods ...": the paper's own statement of what it does, not its opening
             said = sorted((s for s in scored if contribution(s.text)), key=lambda s: s.lexical <= 0)
             best = said[0] if said else best
