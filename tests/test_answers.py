@@ -354,6 +354,7 @@ def test_topic_map_quotes_what_a_paper_does_not_the_problem_it_starts_from() -> 
     assert says_what_it_does("IGPO defines turn-level rewards as the marginal gain in answer probability.")
     assert not says_what_it_does("Experiments on seven benchmarks show clear gains.")
     assert not problem_statement("We propose a method that overcomes the limitations of sparse rewards.")
+    assert problem_statement("Existing approaches depend on costly real-world APIs or hallucination-prone LLM simulators.")
     other = "Search agents trained with RL suffer from sparse outcome rewards over long multi-turn trajectories."
     sources = [
         Source(n=1, paper_id="a", title="CM2: checklists", text=f"CM2: checklists\n\n{problem} {doing}", score=1.0),

@@ -233,9 +233,12 @@ def contribution(sentence: str) -> bool:
 
 
 # A sentence that states the problem a paper starts from, not what it does about it: "However, multi-turn RL
-# remains challenging as rewards are often sparse", "This reward sparsity becomes particularly problematic ...".
+# remains challenging as rewards are often sparse", "This reward sparsity becomes particularly problematic ...",
+# "Existing approaches depend on costly real-world APIs ..." (what others did).
 _PROBLEM = re.compile(
     r"^(?:However|But|Yet|Unfortunately|Despite|Although|While)\b|"
+    r"^(?:Most\s+)?(?:Existing|Prior|Previous|Current|Conventional|Traditional|Standard|Earlier)\s+(?:\w+\s+){0,3}?"
+    r"(?:approaches|methods|works?|studies|systems|models|techniques|frameworks|benchmarks|pipelines|solutions)\b|"
     r"\b(?:challeng(?:e|es|ing)|remains?\s+(?:an?\s+)?(?:open|unclear|difficult|limited|underexplored|challenging)|problematic|"
     r"suffers?|suffering|struggles?|struggling|bottlenecks?|hinders?|hindered|plagued|lacks?|lacking|fail(?:s|ed)?\s+to|"
     r"limitations?|limited\s+by|is\s+(?:still\s+)?(?:difficult|hard|costly|expensive)|exacerbat\w*|prone\s+to|inefficien\w*)\b",
