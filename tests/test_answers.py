@@ -164,6 +164,9 @@ def test_clustering_is_deterministic_and_labels_are_distinctive() -> None:
     labels = topic_map.label_groups(texts)
     assert "process" in labels[0].lower() and "credit" in labels[1].lower() or "outcome" in labels[1].lower()
     assert topic_map.focus_phrase("What reward designs are used to train search agents?") == "Reward designs used to train search agents"
+    assert topic_map.focus_phrase("What reward designs have been proposed for search agents?") == "Reward designs proposed for search agents"
+    assert topic_map.focus_phrase("What approaches synthesize environments for agents?") == "Approaches that synthesize environments for agents"
+    assert topic_map.focus_phrase("How have RL methods taught agents to stop?") == '"How have RL methods taught agents to stop?"'
 
 
 def test_answer_metrics() -> None:

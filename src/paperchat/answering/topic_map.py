@@ -169,8 +169,13 @@ def focus_phrase(question: str) -> str:
     q = question.strip().rstrip("?").strip()
     m = re.match(r"(?i)^(?:what|which)\s+(.+?)\s+(?:are|is|were|was|have|has|had|can|could|do|does|did)\s+(.+)$", q)
     if m and len(m.group(1).split()) <= 6:
-        text = f"{m.group(1)} {m.group(2)}"
+        rest = re.sub(r"^been\s+", "", m.group(2))  # "... have been proposed to X" -> "... proposed to X"
+        text = f"{m.group(1)} {rest}"
         return text[:1].upper() + text[1:]
+    # "What approaches synthesize environments ..." -> "Approaches that synthesize environments ..."
+    m = re.match(r"(?i)^(?:what|which)\s+((?:[\w-]+\s+){0,2}?(?:approaches|methods|techniques|works|papers|models|systems|strategies|frameworks|benchmarks|datasets|algorithms))\s+(.+)$", q)
+    if m:
+        return f"{m.group(1)[:1].upper()}{m.group(1)[1:]} that {m.group(2)}"
     return f'"{q}?"'
 
 
