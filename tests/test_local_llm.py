@@ -144,7 +144,10 @@ def test_server_runs_without_extra_buffer_types(server: object) -> None:
     log = server.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
     assert "paperchat llama_main: extra buffer types off" in log
     assert "load_tensors" in log, "the server log does not show the model load"
-    assert "CPU_REPACK" not in log and "AMX" not in log.replace("AMX_INT8 = 0", "")
+    # only the buffer lines tell: the system-info line lists the CPU's features ("AMX_INT8 = 1" on an AMX Xeon
+    # with a native build) whether or not their buffer types are used
+    buffers = [line for line in log.splitlines() if "buffer size" in line]
+    assert buffers and not any("REPACK" in line or "AMX" in line for line in buffers), buffers
 
 
 @pytest.mark.slow

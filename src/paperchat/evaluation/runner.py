@@ -150,7 +150,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {
         "n": len(rows),
-        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "mrr", "ndcg@10", "page_hit@5", "evidence_hit@5")},
+        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "page_hit@5", "evidence_hit@5")},
         "answer": {
             "f1": _mean(rows, "answer.f1"),
             "contains": _mean(rows, "answer.contains"),
@@ -197,8 +197,12 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
     for q in questions:
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
         try:
-            ans = assistant.ask(q.question, question_scope(assistant, q, data), k=EVAL_K)
+            scope = question_scope(assistant, q, data)
+            ans = assistant.ask(q.question, scope, k=EVAL_K)
             metrics, reasons = score(q, ans)
+            if q.scope == "topic" and q.gold_papers:  # recall@20: the same retrieval, twenty deep (the answer reads ten)
+                deep = [h.chunk.paper_id for h in assistant.search(q.question, scope, 2 * EVAL_K)]
+                metrics["retrieval.recall@20"], reasons["retrieval.recall@20"] = M.recall_at(deep, q.gold_papers, 20)
             if grader is not None:
                 grades, why = grader.grade(q.question, q.gold_answer, ans.to_json(), {s.n: s.text for s in ans.sources})
                 metrics.update(grades)
