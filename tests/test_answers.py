@@ -365,3 +365,51 @@ def test_topic_map_quotes_what_a_paper_does_not_the_problem_it_starts_from() -> 
     ]
     text = "".join(ExtractiveAnswerer().compose("What reward designs are used to train multi-turn search agents with RL?", sources, topic_level=True))
     assert f'"{doing}" [1]' in text and f'"{other}" [2]' in text
+
+
+def test_topic_map_groups_papers_by_their_stored_vectors() -> None:
+    """The map clusters the papers by the vectors the store already holds for their chunks; it embeds their
+    texts again only when a vector is missing (same groups either way: the chunk text is what was embedded)."""
+    from paperchat.providers.answerers import ExtractiveAnswerer
+    from paperchat.providers.embedders import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.texts: list[str] = []
+
+        def embed(self, texts, batch_size=None):  # type: ignore[no-untyped-def]
+            self.texts += list(texts)
+            return super().embed(texts)
+
+    topics = ["process rewards for each search step", "outcome rewards over whole trajectories", "tree search rollouts for agents"]
+    sources = [
+        Source(n=i + 1, paper_id=f"p{i}", title=f"P{i}: paper", text=f"P{i}: paper\n\nWe study {topics[i % 3]} and rewards for search agents in setting {i}.", score=1.0 / (i + 1), chunk_id=f"c{i}")
+        for i in range(6)
+    ]
+    base = HashingEmbedder()
+    stored = {s.chunk_id: base.embed([s.text])[0] for s in sources}
+    asked: list[list[str]] = []
+
+    def lookup(ids):  # type: ignore[no-untyped-def]
+        asked.append(list(ids))
+        return {i: stored[i] for i in ids if i in stored}
+
+    q = "What reward designs are used for search agents?"
+    emb = Counting()
+    with_store = "".join(ExtractiveAnswerer(embedder=emb, stored_vectors=lookup).compose(q, sources, topic_level=True))
+    assert asked and not any(s.text in emb.texts for s in sources)  # no source text embedded again
+    del stored["c3"]
+    emb2 = Counting()
+    fallback = "".join(ExtractiveAnswerer(embedder=emb2, stored_vectors=lookup).compose(q, sources, topic_level=True))
+    assert all(s.text in emb2.texts for s in sources) and fallback == with_store
+
+
+def test_store_gives_the_vectors_of_many_chunks_at_once(qa: QA) -> None:
+    batch = next(qa.lib.store.iter_all(texts=False, vectors=True))
+    ids = [c.id for c in batch.chunks[:5]]
+    got = qa.lib.store.vectors([*ids, "no-such-chunk"])
+    assert list(got) == ids or sorted(got) == sorted(ids)
+    assert batch.vectors is not None
+    for i, cid in enumerate(ids):
+        assert np.allclose(got[cid], batch.vectors[i]) and np.allclose(got[cid], qa.lib.store.vector(cid))

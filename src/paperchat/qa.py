@@ -53,7 +53,9 @@ class QA:
         self.retriever = retriever or Retriever(library)
         self._answerer = answerer
         conf = library.settings.answers
-        self.extractive = ExtractiveAnswerer(embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences)
+        self.extractive = ExtractiveAnswerer(
+            embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=lambda ids: library.store.vectors(ids)
+        )
 
     @property
     def answerer(self) -> Answerer:

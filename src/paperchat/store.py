@@ -435,6 +435,16 @@ class VectorStore:
             return None
         return np.asarray(emb[0], dtype=np.float32)
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors (float32) of these chunk ids, by id; ids the store does not hold are left out."""
+        if not ids:
+            return {}
+        got = self.collection.get(ids=list(ids), include=["embeddings"])
+        emb = got["embeddings"]
+        if emb is None or len(emb) == 0:
+            return {}
+        return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(got["ids"], emb, strict=True)}
+
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The chunks of these ids that the store holds, by id."""
         res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])

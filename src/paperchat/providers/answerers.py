@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import numpy as np
 
 from paperchat.answering import Reading, read_sources, topic_map
 from paperchat.answering.text import widen
@@ -85,10 +87,20 @@ class ExtractiveAnswerer:
     can_complete = False
 
     def __init__(
-        self, max_sentences: int = 4, per_paper: int = 1, embedder: Embedder | None = None, rerank: int = 8, max_papers: int = 10, context_sentences: int = 2
+        self,
+        max_sentences: int = 4,
+        per_paper: int = 1,
+        embedder: Embedder | None = None,
+        rerank: int = 8,
+        max_papers: int = 10,
+        context_sentences: int = 2,
+        stored_vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
     ) -> None:
         # max_sentences, per_paper and rerank are kept for callers of the earlier answerer; unused
         self.embedder = embedder
+        # the store's vectors of the sources' chunks: the topic map groups papers by them instead of embedding
+        # the same texts again (the chunk text is what was embedded at ingest)
+        self.stored_vectors = stored_vectors
         self.max_papers = max_papers
         self.context_sentences = context_sentences
         self.tokenizer = Tokenizer()
@@ -139,12 +151,21 @@ class ExtractiveAnswerer:
         lines = topic_map.paper_lines(reading.focus, reading.ranked, sources)[: self.max_papers]
         if not lines:
             return [CANNOT_ANSWER]
-        vectors = self.embedder.embed([p.source.text for p in lines]) if self.embedder is not None and len(lines) > 3 else None
+        vectors = self._vectors([p.source for p in lines]) if self.embedder is not None and len(lines) > 3 else None
         if vectors is None:
             groups = [topic_map.Group("", lines)]
         else:
             groups = topic_map.build_groups(lines, vectors, reading.focus)
         return topic_map.render(groups, topic_map.header(reading.focus, len(lines), context), context)
+
+    def _vectors(self, sources: Sequence[Source]) -> np.ndarray:
+        """The sources' vectors: the stored ones when every chunk has one, else embedded now."""
+        if self.stored_vectors is not None and all(s.chunk_id for s in sources):
+            got = self.stored_vectors([s.chunk_id for s in sources])
+            if all(s.chunk_id in got for s in sources):
+                return np.stack([got[s.chunk_id] for s in sources])
+        assert self.embedder is not None
+        return np.asarray(self.embedder.embed([s.text for s in sources]))
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
         """Yield the composed answer, one line at a time."""
