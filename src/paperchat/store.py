@@ -439,7 +439,7 @@ class VectorStore:
         """The stored vectors (float32) of these chunk ids, by id; ids the store does not hold are left out."""
         if not ids:
             return {}
-        got = self.collection.get(ids=list(ids), include=["embeddings"])
+        got = self.collection.get(ids=list(dict.fromkeys(ids)), include=["embeddings"])
         emb = got["embeddings"]
         if emb is None or len(emb) == 0:
             return {}

@@ -246,6 +246,14 @@ _PROBLEM = re.compile(
 )
 
 
+# Names of fields and of established techniques: a sentence that opens with one is background ("LLM agents have
+# emerged as ...", "RLHF is widely used ..."), not a paper saying what it does.
+_FIELD_NAMES = frozenset(
+    "AI ML DL NLP IR QA CV RL RAG LLM LLMs LM LMs VLM VLMs LVLM LVLMs MLLM MLLMs LRM LRMs SLM SLMs GPU GPUs CoT ICL SFT "
+    "RLHF RLVR PPO GRPO DPO MoE KV".split()
+)
+
+
 def says_what_it_does(sentence: str) -> bool:
     """A sentence about the paper's own method: "we propose ...", "Our framework ...", or one whose subject is a
     name ("IGPO models each turn as ...", "GoAT excels at ...")."""
@@ -255,13 +263,14 @@ def says_what_it_does(sentence: str) -> bool:
     if first is None:
         return False
     word = first.group(0).rstrip(".")
-    return _is_name(word) and word not in _HEADER_NAMES
+    return _is_name(word) and word not in _HEADER_NAMES and word not in _FIELD_NAMES
 
 
 def problem_statement(sentence: str) -> bool:
     """A sentence that states a problem or a gap ("remains challenging", "suffers from", "However, ...") and says
-    nothing of what the paper does about it (no "we propose ...")."""
-    return bool(_PROBLEM.search(sentence)) and not contribution(sentence)
+    nothing of what the paper does about it (not "We address this challenge with ...", "RELIANCE enhances ... on
+    challenging benchmarks")."""
+    return bool(_PROBLEM.search(sentence)) and not says_what_it_does(sentence)
 
 
 # Venue and header acronyms that running page headers glue into sentences: not answers.
@@ -301,6 +310,10 @@ _REFERENCE = re.compile(
     re.I,
 )
 _CITED_AUTHORS = re.compile(r"""^[A-Z][\w'-]+,\s+(?:[A-Z][a-z]+|[A-Z]\.)(?:\s+[A-Z]\.)*\s+(?:et al\.\s+[\u201c"A-Z]|and\s+[A-Z][\w'-]+,\s+[A-Z]\.)""")
+_CONNECTIVES = frozenset(
+    "Similarly Recently However Moreover Notably Specifically Additionally Furthermore Finally Also Later Earlier Previously "
+    "Concurrently Likewise Indeed Here Thus Then Instead Next First Second Third Interestingly Importantly Alternatively".split()
+)
 _AFFILIATION = re.compile(r"@|\b(?:University|Universit[àä]t|Institute|Department|Laboratory|Labs?|Inc\.|Ltd|School of|College|Corporation|Research Center)\b")
 _SECTION_HEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-H](?:\.\d+)*\.?|[IVX]+\.)\s+(?=[A-Z])")
 _BULLET = re.compile(r"\s*[•●▪◦]\s*")
@@ -347,7 +360,7 @@ def _reference(sentence: str) -> bool:
     """A bibliography entry or a run of author names."""
     if _REFERENCE.search(sentence) and (_YEAR.search(sentence) or "arXiv" in sentence):
         return True
-    if _CITED_AUTHORS.match(sentence):  # "Shoeybi, Mohammad et al. Megatron-LM: ..."
+    if _CITED_AUTHORS.match(sentence) and sentence.split(",", 1)[0] not in _CONNECTIVES:  # "Shoeybi, Mohammad et al. Megatron-LM: ..."
         return True
     names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z]\.)* [A-Z][a-z]+(?:-[A-Z][a-z]+)?,", sentence)
     return len(names) >= 3 and len(re.findall(r"\b[a-z]{4,}\b", sentence)) < len(names) * 2
@@ -365,40 +378,36 @@ def _header_like(sentence: str) -> bool:
 
 
 _FUNCTION_WORDS = frozenset("of and or for in on with to the a an from by via our vs. into at as its their over under between".split())
+_STRICT_OPENERS = frozenset("The We Our This These It In For Since While Here However Such Given Unlike Following".split())
 _COMMA_OPENERS = frozenset("Finally However Moreover Furthermore Additionally Specifically Overall Instead Similarly Here First Second Third".split())
 
 
 def strip_heading(sentence: str) -> str:
     """A sentence without the section heading the PDF text glued to its front ("3.2 Attention The model ...").
 
-    The heading ends at the first word that opens a sentence ("The", "We", "Since", ...). A numbered heading ("5.1",
-    "B.1", "4") may be in sentence case ("5.1 The JFT dataset JFT is ...", "2.3 Maximum number of pondering steps
-    Since ..."): there a capitalised word right after a lower-case content word, or an opener with its comma
-    ("Finally,"), also starts the sentence. After a lettered one ("A Transformer model ...", which may be a
-    sentence) a lower-case content word means the heading's end cannot be told. The result is a suffix of the
-    sentence, so it stays a verbatim quote."""
+    The heading ends at the first word that opens a sentence ("The", "We", "Since", ...). After a lettered heading
+    ("A Transformer model ...", which may be a sentence) a lower-case content word means the heading's end cannot be
+    told. A numbered one ("5.1", "B.1", "4") may be in sentence case ("2.3 Maximum number of pondering steps Since
+    ..."): past its lower-case words only openers that are rarely capitalised inside a sentence count ("Since",
+    "We", "The", not "Table" or "A"), and an opener with its comma ("Finally, we ..."). The result is a suffix of
+    the sentence, so it stays a verbatim quote."""
     m = _SECTION_HEAD.match(sentence)
     if not m:
         return sentence
     numbered = any(ch.isdigit() for ch in m.group(0))
     words = sentence[m.end() :].split(" ")
-    window = list(enumerate(words[1:13], start=1))
-
-    def cut(i: int) -> str:
-        rest = " ".join(words[i:])
-        return rest if len(rest) >= 25 else sentence
-
-    for i, w in window:
-        if w in _SENTENCE_STARTERS:
-            return cut(i)
-        if not numbered and w[:1].islower() and w not in _FUNCTION_WORDS:
-            return sentence  # a lower-case content word: the heading's end cannot be told
-    if numbered:
-        for i, w in window:
-            prev = words[i - 1]
-            after_content = prev[:1].islower() and prev.isalpha() and prev not in _FUNCTION_WORDS
-            if (w[:1].isupper() and after_content) or (w.endswith(",") and w[:-1] in _COMMA_OPENERS):
-                return cut(i)
+    past_lower = False
+    for i, w in enumerate(words[1:13], start=1):
+        if w in _SENTENCE_STARTERS and (not past_lower or w in _STRICT_OPENERS):
+            rest = " ".join(words[i:])
+            return rest if len(rest) >= 25 else sentence
+        if numbered and w.endswith(",") and w[:-1] in _COMMA_OPENERS:
+            rest = " ".join(words[i:])
+            return rest if len(rest) >= 25 else sentence
+        if w[:1].islower() and w not in _FUNCTION_WORDS:
+            if not numbered:
+                return sentence  # a lower-case content word: the heading's end cannot be told
+            past_lower = True
     return sentence
 
 
@@ -470,20 +479,21 @@ def widen(sentence: str, passage: str, focus: Focus, tok: Tokenizer, titled: boo
     end = start + len(sentence)
     spans = sentence_spans(passage)
     at = next((j for j, (a, b) in enumerate(spans) if a <= start < b), None)
-    if at is None:
-        return sentence
+    if at is None or spans[at] != (start, end):
+        return sentence  # a bullet item or a sentence cut from its heading: its neighbours are not its sentences
+    body = passage.find("\n\n") + 2 if titled and "\n\n" in passage else 0  # an abstract's title is never quoted
     lo, hi = start, end
-    if _LEANS_BACK.match(sentence) and at > (1 if titled else 0) and start == spans[at][0]:
+    if _LEANS_BACK.match(sentence) and at > 0 and spans[at - 1][0] >= body and (not titled or body > 0):
         a, b = spans[at - 1]
         before = passage[a:b]
-        if quotable(before) and (before[:1].isupper() or before[:1].isdigit()):
+        if quotable(before) and (before[:1].isupper() or before[:1].isdigit()) and strip_heading(before) == before and not _BULLET.search(before):
             lo = a
     if lo == start and at + 1 < len(spans):  # one neighbour at most: a pair, not a paragraph
         a, b = spans[at + 1]
         after = passage[a:b]
         asked = {t for t, w in focus.terms.items() if w >= 1.0}
-        if _COMPLETES.match(after) and quotable(after) and asked & set(tok(after)):
+        if _COMPLETES.match(after) and quotable(after) and asked & set(tok(after)) and not _BULLET.search(after):
             hi = b
-    if (lo, hi) == (start, end) or hi - lo > WIDE_MAX:
+    if (lo, hi) == (start, end) or hi - lo > WIDE_MAX or "\n" in passage[lo:hi]:
         return sentence
     return passage[lo:hi]

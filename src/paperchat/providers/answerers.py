@@ -161,7 +161,10 @@ class ExtractiveAnswerer:
     def _vectors(self, sources: Sequence[Source]) -> np.ndarray:
         """The sources' vectors: the stored ones when every chunk has one, else embedded now."""
         if self.stored_vectors is not None and all(s.chunk_id for s in sources):
-            got = self.stored_vectors([s.chunk_id for s in sources])
+            try:
+                got = self.stored_vectors([s.chunk_id for s in sources])
+            except Exception:  # noqa: BLE001 - a store that cannot answer costs time, not the answer: embed instead
+                got = {}
             if all(s.chunk_id in got for s in sources):
                 return np.stack([got[s.chunk_id] for s in sources])
         assert self.embedder is not None
