@@ -429,11 +429,7 @@ class VectorStore:
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         """The stored vector of one chunk (float32), or None when the store does not hold it."""
-        got = self.collection.get(ids=[chunk_id], include=["embeddings"])
-        emb = got["embeddings"]
-        if emb is None or len(emb) == 0:
-            return None
-        return np.asarray(emb[0], dtype=np.float32)
+        return self.vectors([chunk_id]).get(chunk_id)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors (float32) of these chunk ids, by id; ids the store does not hold are left out."""

@@ -398,10 +398,8 @@ def strip_heading(sentence: str) -> str:
     words = sentence[m.end() :].split(" ")
     past_lower = False
     for i, w in enumerate(words[1:13], start=1):
-        if w in _SENTENCE_STARTERS and (not past_lower or w in _STRICT_OPENERS):
-            rest = " ".join(words[i:])
-            return rest if len(rest) >= 25 else sentence
-        if numbered and w.endswith(",") and w[:-1] in _COMMA_OPENERS:
+        opens = w in _SENTENCE_STARTERS and (not past_lower or w in _STRICT_OPENERS)
+        if opens or (numbered and w.endswith(",") and w[:-1] in _COMMA_OPENERS):
             rest = " ".join(words[i:])
             return rest if len(rest) >= 25 else sentence
         if w[:1].islower() and w not in _FUNCTION_WORDS:
@@ -478,9 +476,9 @@ def widen(sentence: str, passage: str, focus: Focus, tok: Tokenizer, titled: boo
         return sentence
     end = start + len(sentence)
     spans = sentence_spans(passage)
-    at = next((j for j, (a, b) in enumerate(spans) if a <= start < b), None)
-    if at is None or spans[at] != (start, end):
+    if (start, end) not in spans:
         return sentence  # a bullet item or a sentence cut from its heading: its neighbours are not its sentences
+    at = spans.index((start, end))
     body = passage.find("\n\n") + 2 if titled and "\n\n" in passage else 0  # an abstract's title is never quoted
     lo, hi = start, end
     if _LEANS_BACK.match(sentence) and at > 0 and spans[at - 1][0] >= body and (not titled or body > 0):

@@ -219,7 +219,7 @@ def _lines(focus: Focus, by_paper: dict[str, list[Scored]], asked: set[str], min
         if best.lexical <= min_lexical:
             continue  # its best sentence does not address the question's words
         if problem_statement(best.text):  # "rewards are often sparse" states the problem; quote what the paper does
-            doing = [s for s in scored if not problem_statement(s.text) and s.lexical > min_lexical and says_what_it_does(s.text)]
+            doing = [s for s in scored if s.lexical > min_lexical and says_what_it_does(s.text)]  # such a sentence is never a problem statement
             best = doing[0] if doing else best
         if focus.proposes:  # "what methods ...": the paper's own statement of what it does, not its opening
             said = sorted((s for s in scored if contribution(s.text)), key=lambda s: s.lexical <= 0)
