@@ -339,6 +339,33 @@ def test_topic_map_without_embedder_is_one_flat_list() -> None:
     assert "Thai" not in text and "[1]" in text and "[2]" in text  # the paper that says nothing of rewards is left out
 
 
+def test_topic_map_keeps_papers_that_write_the_asked_acronym_out() -> None:
+    """"Which RL framework ...": a paper that writes "reinforcement learning" mentions the thing asked (RL) and stays
+    in the map; a kind of contribution ("technique", "framework") is not a thing asked about, so a paper is not
+    dropped for never saying "technique" (both were seen leaving a known-item question's paper out of its map)."""
+    from paperchat.answering.topic_map import spelled_out
+    from paperchat.providers.answerers import ExtractiveAnswerer
+
+    assert spelled_out("Which RL framework uses LLMs as judges?", {"rl", "llms"}) is not None
+    pattern = spelled_out("Which RL framework uses LLMs as judges?", {"rl", "llms"})
+    assert pattern is not None and pattern.search("a Reinforcement-Learning recipe") and pattern.search("large language models")
+    assert spelled_out("Which RL framework is used?", {"framework"}) is None  # RL is not what is asked here
+    assert "techniqu" in topic_map._kinds() and "reward" not in topic_map._kinds()
+    sources = [
+        Source(n=1, paper_id="a", title="LcRL", text="LcRL\n\nWe propose LcRL, a multilingual reinforcement learning framework for search.", score=1.0),
+        Source(n=2, paper_id="b", title="B", text="B\n\nWe train search agents with RL and group rollouts.", score=0.5),
+        Source(n=3, paper_id="c", title="C", text="C\n\nWe study tokenizers for Thai. Nothing else.", score=0.4),
+    ]
+    text = "".join(ExtractiveAnswerer().compose("Which RL framework trains multilingual search agents?", sources, topic_level=True))
+    assert "[1]" in text and "[2]" in text and "Thai" not in text
+    sources = [
+        Source(n=1, paper_id="a", title="AEM", text="AEM\n\nWe show that entropy drift at the response level is governed by the advantage.", score=1.0),
+        Source(n=2, paper_id="b", title="B", text="B\n\nThis technique densifies training signals for agents.", score=0.5),
+    ]
+    text = "".join(ExtractiveAnswerer().compose("Which technique controls entropy drift at the response level?", sources, topic_level=True))
+    assert "[1]" in text
+
+
 def test_the_best_paper_leads_the_map_even_alone() -> None:
     """A paper unlike the others (a singleton cluster) that retrieval ranked first is the answer's first
     line, not the last line of "Other": known-item questions cite their paper first."""

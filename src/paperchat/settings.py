@@ -28,7 +28,9 @@ def _default_topics_file() -> Path:
 class RetrievalSettings(BaseModel):
     """Hybrid retrieval knobs: fusion tuned on SciFact train claims, scope knobs on the dev question sets (README, Quality)."""
 
-    k: int = Field(default=8, ge=1, le=50, description="sources offered to the answerer")
+    k: int = Field(
+        default=10, ge=1, le=50, description="sources offered to the answerer (10: what `eval run` measures, recall@10 and the answers on ten sources)"
+    )
     candidates: int = Field(default=100, ge=10, description="candidates taken from each of dense and BM25 before fusion")
     rrf_k: int = Field(default=10, ge=1, description="reciprocal-rank-fusion constant (tuned on SciFact train claims)")
     dense_weight: float = Field(default=0.8, ge=0.0, description="weight of the dense ranking in the fusion (tuned on SciFact train claims)")

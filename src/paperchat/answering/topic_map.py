@@ -198,7 +198,7 @@ def paper_lines(focus: Focus, ranked: Sequence[Scored], sources: Sequence[Source
     for src in sources:
         first_n.setdefault(src.paper_id, src.n)
     asked = {t for t, w in focus.terms.items() if w >= ASKED_WEIGHT}
-    lines = _lines(focus, by_paper, asked, min_lexical, src_of)
+    lines = _lines(focus, by_paper, asked, min_lexical, src_of, spelled_out(focus.question, asked))
     if not lines and asked:  # no paper says the word asked about: show what they do say rather than nothing
         lines = _lines(focus, by_paper, set(), min_lexical, src_of)
     for p in lines:
@@ -208,13 +208,43 @@ def paper_lines(focus: Focus, ranked: Sequence[Scored], sources: Sequence[Source
     return lines
 
 
-def _lines(focus: Focus, by_paper: dict[str, list[Scored]], asked: set[str], min_lexical: float, src_of: dict[int, Source]) -> list[PaperLine]:
+_KINDS = "technique techniques strategy strategies framework frameworks mechanism mechanisms algorithm algorithms scheme schemes paradigm"
+_kind_stems: frozenset[str] | None = None
+
+
+def _kinds() -> frozenset[str]:
+    """Stems of the words that name a kind of contribution ("Which credit-assignment *technique* ..."): what a
+    paper calls its method is not the thing asked about, so a paper is never left out for not saying "technique"."""
+    global _kind_stems
+    if _kind_stems is None:
+        from paperchat.text import Tokenizer
+
+        _kind_stems = frozenset(Tokenizer()(_KINDS))
+    return _kind_stems
+
+
+def spelled_out(question: str, asked: set[str]) -> re.Pattern[str] | None:
+    """The asked acronyms of the question written out by their initials ("RL" -> "reinforcement learning",
+    "LLM" -> "large language model"): a paper that writes the words out mentions the thing asked too."""
+    forms = []
+    for word in dict.fromkeys(re.findall(r"\b([A-Z]{2,5})s?\b", question)):
+        if {word.lower(), word.lower() + "s"} & asked:
+            forms.append(r"[\s-]+".join(rf"{c}[a-z]*" for c in word))
+    return re.compile(rf"(?i)\b(?:{'|'.join(forms)})\b") if forms else None
+
+
+def _lines(
+    focus: Focus, by_paper: dict[str, list[Scored]], asked: set[str], min_lexical: float, src_of: dict[int, Source], spelled: re.Pattern[str] | None = None
+) -> list[PaperLine]:
     lines = []
     for pid, scored in by_paper.items():
-        if asked:  # "What reward designs ...": a paper that says nothing about rewards answers nothing
-            scored = [s for s in scored if s.cand.tokens & asked]
-            if not scored:
+        if asked:
+            thing = asked - _kinds()  # "What reward designs ...": a paper that says nothing about rewards answers nothing
+            if thing and not any(s.cand.tokens & thing or (spelled is not None and spelled.search(s.cand.text)) for s in scored):
                 continue
+            # quote it where it names what is asked ("..., a framework that ..."), in the question's words if it can
+            said = [s for s in scored if s.cand.tokens & asked] or [s for s in scored if spelled is not None and spelled.search(s.cand.text)]
+            scored = said or scored
         best = scored[0]
         if best.lexical <= min_lexical:
             continue  # its best sentence does not address the question's words
