@@ -170,14 +170,14 @@ def test_langchain_retriever(built_library: Library) -> None:
 
 
 def test_openai_path_streams_and_checks_citations(built_library: Library) -> None:
-    with FakeLLM("Negatives come from BM25 [1] and in-batch passages [2]. Ignore this [9].") as llm:
+    with FakeLLM("Negatives come from BM25 [1] and in-batch passages [2]. Ignore this [12].") as llm:
         ans_ = OpenAIAnswerer("fake", llm.url, timeout=10, max_retries=0)
         qa = QA(built_library, answerer=ans_)
         pieces = list(qa.stream("How are negatives chosen?", Scope.for_paper("2004.04906")))
         final = pieces[-1]
         assert isinstance(final, Answer)
         assert len([p for p in pieces if isinstance(p, str)]) > 5  # token by token
-        assert final.dropped_citations == [9] and "[9]" not in final.answer
+        assert final.dropped_citations == [12] and "[12]" not in final.answer  # 10 sources are offered
         assert [c.n for c in final.citations] == [1, 2] and final.answerer == "openai"
         prompt = json.dumps(llm.requests[0])
         assert "[1]" in prompt and "cite" in prompt.lower()
