@@ -128,9 +128,13 @@ def test_answer_line_takes_the_sentence_it_leans_on() -> None:
     assert widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK) == "We do not need to store the dropout mask from the forward pass."
     own = "Transformers dominate NLP. This paper studies how many heads an attention layer needs."
     assert widen("This paper studies how many heads an attention layer needs.", own, analyse("How many heads?", TOK), TOK).startswith("This paper")
+    said = "We train for 3 epochs. It is important to note that we use 8 heads in every layer."
+    assert widen("It is important to note that we use 8 heads in every layer.", said, analyse("How many heads?", TOK), TOK).startswith("It is")  # no antecedent
+    said = "The encoder has 6 layers. It uses 8 heads in every layer."
+    assert widen("It uses 8 heads in every layer.", said, analyse("How many heads?", TOK), TOK) == said  # "it" is the encoder
     # an abstract's title (here split in two by its "?") is never quoted, even when the first sentence leans back on it
-    abstract = "Is Attention All You Need? Revisiting the role of attention in transformer models\n\nIt has been shown that heads can be pruned."
-    first = "It has been shown that heads can be pruned."
+    abstract = "Is Attention All You Need? Revisiting the role of attention in transformer models\n\nIt can have its heads pruned."
+    first = "It can have its heads pruned."
     assert widen(first, abstract, analyse("Can heads be pruned?", TOK), TOK, titled=True) == first
     assert widen(first, "Heads matter a lot in practice. " + first, analyse("Can heads be pruned?", TOK), TOK) != first  # untitled: it leans back
     # a heading glued to the sentence before, and a bullet item, are not widened into
@@ -409,6 +413,7 @@ def test_topic_map_quotes_what_a_paper_does_not_the_problem_it_starts_from() -> 
     ]
     text = "".join(ExtractiveAnswerer().compose("What reward designs are used to train multi-turn search agents with RL?", sources, topic_level=True))
     assert f'"{doing}" [1]' in text and f'"{other}" [2]' in text
+    assert f'states the problem: "{other}"' in text and f'states the problem: "{doing}"' not in text  # marked, not passed off as an answer
 
 
 def test_topic_map_groups_papers_by_their_stored_vectors() -> None:

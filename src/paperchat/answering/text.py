@@ -441,10 +441,14 @@ def candidates(sources: Sequence[Source], tok: Tokenizer) -> list[Candidate]:
 # -- the answer line: a sentence with the sentence it leans on ----------------------------------------
 
 # A sentence that points back ("This result won ...", "In contrast, BM25 processes 23.7 ...") means little
-# without the sentence before it; "This paper ..." and "This work ..." stand alone.
+# without the sentence before it; "This paper ..." and "This work ..." stand alone, and so does an "it" that
+# names nothing ("It is important to note that ...", "It was found that ...").
 _LEANS_BACK = re.compile(
     r"^(?:(?:This|These|That|Those|Such)\b(?!\s+(?:paper|work|study|article|section|chapter|report|survey)\b)|"
-    r"(?:It|Its|They|Their)\b|The (?:latter|former)\b|(?:In|By) contrast\b|In comparison\b|Instead\b|Otherwise\b|"
+    r"(?:It(?!\s+(?:is|was|has been|should be|can be|may be|must be|would be|will be|seems|appears|remains)\s+(?:\w+\s+)?"
+    r"(?:important|worth|necessary|possible|impossible|clear|notable|noteworthy|interesting|crucial|essential|evident|known|"
+    r"noted|observed|found|shown|unclear|likely|unlikely|difficult|hard|easy|common|natural|reasonable|straightforward)\b)|"
+    r"Its|They|Their)\b|The (?:latter|former)\b|(?:In|By) contrast\b|In comparison\b|Instead\b|Otherwise\b|"
     r"Conversely\b|On the other hand\b|Similarly\b|Likewise\b)"
 )
 # A sentence that completes the one before it by contrast ("We do not store the mask. Instead, we ...").

@@ -315,5 +315,8 @@ def render(groups: Sequence[Group], head: str, ctx: TopicContext | None = None) 
         for p in g.papers:
             src = p.source
             when = ("new, " if is_new(p) else "") + (src.date.isoformat() if src.date else "n.d.")
-            out.append(f'- {short_title(src.title)} ({when}): "{p.best.text}" [{src.n}]\n')
+            # a paper quoted on the problem it starts from (it says nothing in the question's words about what it
+            # does) is marked so, not passed off as an answer
+            says = " states the problem" if problem_statement(p.best.text) else ""
+            out.append(f'- {short_title(src.title)} ({when}){says}: "{p.best.text}" [{src.n}]\n')
     return out
