@@ -169,7 +169,7 @@ class HashingEmbedder:
         return self._vector(text)
 
 
-_EMBEDDERS = ("hashing", "minilm", "minilm-onnx", "minilm-onnx-int8")
+_EMBEDDERS = ("hashing", "minilm", "minilm-onnx", "minilm-onnx-int8", "minilm-openvino")
 # the Chroma collection each name writes: ONNX fp32 computes the torch model's function (cosine >= 0.99999 on
 # real abstracts), so a store built by either is the other's store; int8 vectors are another embedder's
 _STORE_NAMES = {"minilm-onnx": "minilm"}
@@ -220,6 +220,10 @@ def _make(name: str, settings: Settings) -> Embedder:
         return HashingEmbedder()
     if name == "minilm":
         return MiniLMEmbedder(device=wanted)
+    if name == "minilm-openvino":
+        from paperchat.providers.openvino_minilm import OpenVinoMiniLMEmbedder  # openvino itself loads on first use
+
+        return OpenVinoMiniLMEmbedder(settings.models_path, device=wanted)
     from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder  # onnxruntime itself loads on first use
 
     return OnnxMiniLMEmbedder(settings.models_path, quantized=name.endswith("-int8"), device=wanted)
@@ -236,7 +240,7 @@ def get_embedder(settings: Settings) -> Embedder:
         raise ConfigError(
             f"unknown embedder {name!r}", f"set PAPERCHAT_EMBEDDER to one of: {', '.join(sorted(_EMBEDDERS))}"
         )
-    key = (name, str(settings.models_path.resolve()) if name.startswith("minilm-onnx") else "", settings.device)
+    key = (name, str(settings.models_path.resolve()) if name.startswith(("minilm-onnx", "minilm-openvino")) else "", settings.device)
     if key not in _INSTANCES:
         _INSTANCES[key] = _make(name, settings)
     return _INSTANCES[key]
