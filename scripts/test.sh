@@ -2,7 +2,7 @@
 # README command 2: set up and run the whole test suite. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,local,dist,openvino
+bash scripts/setup.sh dev,local,dist
 # the browser test drives Debian's chromium (Playwright's own browser download does not work offline)
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium >/dev/null; }

