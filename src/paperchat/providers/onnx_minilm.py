@@ -244,13 +244,16 @@ class OnnxMiniLMEmbedder:
                 self._tokenizer = tok
             return self._session, self._tokenizer
 
+    def _hidden(self, session: Any, feed: dict[str, np.ndarray]) -> np.ndarray:
+        """The transformer's last hidden states for one tokenised batch (the runtime's part)."""
+        return np.asarray(session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0], dtype=np.float32)
+
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         session, tok = self._load()
         enc = tok.encode_batch(list(texts))
         ids = np.asarray([e.ids for e in enc], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        hidden = self._hidden(session, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
         m = mask[..., None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +53,12 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
                     self.precision = "f32"
                     self._fallback_note = f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); embedded through ONNX Runtime (the same vectors; scripts/setup.sh installs openvino)"
                 else:
+                    from paperchat.providers.embedders import gpu_present
+
                     if self.device == "cuda":
                         self.device_note = "PAPERCHAT_DEVICE=cuda, but the OpenVINO embedder runs on the CPU: PAPERCHAT_EMBEDDER=minilm runs on a GPU"
+                    elif self.device == "auto" and gpu_present():
+                        self.device_note = "a GPU is present but the OpenVINO embedder runs on the CPU: PAPERCHAT_EMBEDDER=minilm runs on it through torch"
                     self.device = "cpu"
                     self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT")).lower().replace("<type: '", "").rstrip("'>")
                     self._inputs = {i.get_any_name() for i in compiled.inputs}
@@ -72,18 +75,9 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
             return loaded
         return self._session, self._tokenizer
 
-    def _run(self, texts: Sequence[str]) -> np.ndarray:
-        _, tok = self._load()
+    def _hidden(self, session: Any, feed: dict[str, np.ndarray]) -> np.ndarray:
         if self._fallback:
-            return super()._run(texts)
-        enc = tok.encode_batch(list(texts))
-        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            return super()._hidden(session, feed)
         with self._infer_lock:
             result = self._request.infer({k: v for k, v in feed.items() if k in self._inputs})
-            hidden = np.array(result[self._output], dtype=np.float32)
-        m = mask[..., None].astype(np.float32)
-        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return np.asarray(pooled / norms, dtype=np.float32)
+            return np.array(result[self._output], dtype=np.float32)
