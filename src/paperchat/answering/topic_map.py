@@ -236,14 +236,18 @@ def spelled_out(question: str, asked: set[str]) -> re.Pattern[str] | None:
 def _lines(
     focus: Focus, by_paper: dict[str, list[Scored]], asked: set[str], min_lexical: float, src_of: dict[int, Source], spelled: re.Pattern[str] | None = None
 ) -> list[PaperLine]:
+    thing = asked - _kinds()  # "What reward designs ...": a paper that says nothing about rewards answers nothing
+
+    def spells(s: Scored) -> bool:
+        return spelled is not None and bool(spelled.search(s.cand.text))
+
     lines = []
     for pid, scored in by_paper.items():
         if asked:
-            thing = asked - _kinds()  # "What reward designs ...": a paper that says nothing about rewards answers nothing
-            if thing and not any(s.cand.tokens & thing or (spelled is not None and spelled.search(s.cand.text)) for s in scored):
+            if thing and not any(s.cand.tokens & thing or spells(s) for s in scored):
                 continue
             # quote it where it names what is asked ("..., a framework that ..."), in the question's words if it can
-            said = [s for s in scored if s.cand.tokens & asked] or [s for s in scored if spelled is not None and spelled.search(s.cand.text)]
+            said = [s for s in scored if s.cand.tokens & asked] or [s for s in scored if spells(s)]
             scored = said or scored
         best = scored[0]
         if best.lexical <= min_lexical:
