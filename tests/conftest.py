@@ -30,6 +30,7 @@ import pytest
 from paperchat.library import Library
 from paperchat.ports import free_port
 from paperchat.providers.embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder
 from paperchat.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,6 +165,19 @@ class CountingEmbedder:
 @pytest.fixture(scope="session")
 def minilm() -> MiniLMEmbedder:
     return MiniLMEmbedder()
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models folder with both ONNX exports (fp32, which OpenVINO also compiles, and int8), made once for the session."""
+    folder = tmp_path_factory.mktemp("onnx") / "models"
+    OnnxMiniLMEmbedder(folder, quantized=True).embed(["export both"])
+    return folder
+
+
+@pytest.fixture(scope="session")
+def onnx_fp32(models_dir: Path) -> OnnxMiniLMEmbedder:
+    return OnnxMiniLMEmbedder(models_dir)
 
 
 @pytest.fixture

@@ -31,19 +31,6 @@ INT8_MIN_COS = 0.98
 
 
 @pytest.fixture(scope="session")
-def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models folder with both exports, made once for the session."""
-    folder = tmp_path_factory.mktemp("onnx") / "models"
-    OnnxMiniLMEmbedder(folder, quantized=True).embed(["export both"])
-    return folder
-
-
-@pytest.fixture(scope="session")
-def onnx_fp32(models_dir: Path) -> OnnxMiniLMEmbedder:
-    return OnnxMiniLMEmbedder(models_dir)
-
-
-@pytest.fixture(scope="session")
 def onnx_int8(models_dir: Path) -> OnnxMiniLMEmbedder:
     return OnnxMiniLMEmbedder(models_dir, quantized=True)
 

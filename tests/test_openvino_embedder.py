@@ -27,21 +27,8 @@ MIN_COS = 0.9995
 
 
 @pytest.fixture(scope="session")
-def ov_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models folder with the fp32 export (the one OpenVINO compiles), made once for the session."""
-    folder = tmp_path_factory.mktemp("openvino") / "models"
-    OnnxMiniLMEmbedder(folder).embed(["export"])
-    return folder
-
-
-@pytest.fixture(scope="session")
-def fp32(ov_models: Path) -> OnnxMiniLMEmbedder:
-    return OnnxMiniLMEmbedder(ov_models)
-
-
-@pytest.fixture(scope="session")
-def openvino(ov_models: Path) -> OpenVinoMiniLMEmbedder:
-    return OpenVinoMiniLMEmbedder(ov_models)
+def openvino(models_dir: Path) -> OpenVinoMiniLMEmbedder:
+    return OpenVinoMiniLMEmbedder(models_dir)
 
 
 @pytest.mark.slow
@@ -54,26 +41,26 @@ class TestOpenVinoMiniLMEmbedder(EmbedderContract):
 
 
 @pytest.mark.slow
-def test_close_to_fp32_and_same_top10(openvino: OpenVinoMiniLMEmbedder, fp32: OnnxMiniLMEmbedder, sample_jsonl: Path) -> None:
+def test_close_to_fp32_and_same_top10(openvino: OpenVinoMiniLMEmbedder, onnx_fp32: OnnxMiniLMEmbedder, sample_jsonl: Path) -> None:
     """Vectors within cosine 0.9995 of the fp32 model's on real abstracts, the same papers in the top 10 of
     dev questions, and the precision it ran at is known (bf16 where the CPU has it)."""
     texts = _abstracts(sample_jsonl)[:120]
-    ref, got = fp32.embed(texts), openvino.embed(texts)
+    ref, got = onnx_fp32.embed(texts), openvino.embed(texts)
     assert openvino.precision in ("bfloat16", "bf16", "f32", "float32")
     assert float((ref * got).sum(axis=1).min()) >= MIN_COS
     for q in _questions():
-        top_ref = set(np.argsort(-(ref @ fp32.embed_query(q)))[:10])
+        top_ref = set(np.argsort(-(ref @ onnx_fp32.embed_query(q)))[:10])
         top_ov = set(np.argsort(-(got @ openvino.embed_query(q)))[:10])
         assert len(top_ref & top_ov) >= 9, q
 
 
 @pytest.mark.slow
-def test_shares_the_fp32_store(fp32: OnnxMiniLMEmbedder, openvino: OpenVinoMiniLMEmbedder, sample_jsonl: Path, tmp_path: Path) -> None:
+def test_shares_the_fp32_store(onnx_fp32: OnnxMiniLMEmbedder, openvino: OpenVinoMiniLMEmbedder, sample_jsonl: Path, tmp_path: Path) -> None:
     """Inside the tolerance under which ONNX fp32 shares the torch model's store, so a store built with the default
     embedder opens with OpenVINO (nothing re-embedded) and finds the same paper first; int8 stays apart."""
     data = tmp_path / "store"
     papers = [p for p in read_records(sample_jsonl) if isinstance(p, Paper)][:12]
-    lib = Library(make_settings(data, embedder="minilm-onnx"), embedder=fp32)
+    lib = Library(make_settings(data, embedder="minilm-onnx"), embedder=onnx_fp32)
     Ingester(lib).ingest_records(iter(papers))
     lib.close()
     assert store_name("minilm-openvino") == store_name("minilm-onnx") == "minilm" != store_name("minilm-onnx-int8")
@@ -84,7 +71,7 @@ def test_shares_the_fp32_store(fp32: OnnxMiniLMEmbedder, openvino: OpenVinoMiniL
     assert hits and hits[0][0].paper_id == papers[0].id
 
 
-def test_falls_back_to_onnx_runtime_with_a_line(ov_models: Path, fp32: OnnxMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_falls_back_to_onnx_runtime_with_a_line(models_dir: Path, onnx_fp32: OnnxMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where OpenVINO cannot compile the model (or is not installed), the same export runs through ONNX Runtime
     and the embedder says so: the same vectors as fp32, not an error."""
     import openvino
@@ -93,7 +80,7 @@ def test_falls_back_to_onnx_runtime_with_a_line(ov_models: Path, fp32: OnnxMiniL
         raise RuntimeError("no plugin for this CPU")
 
     monkeypatch.setattr(openvino.Core, "compile_model", refuse)
-    emb = OpenVinoMiniLMEmbedder(ov_models)
+    emb = OpenVinoMiniLMEmbedder(models_dir)
     got = emb.embed(["Dense passage retrieval for open-domain question answering."])
     assert emb.device_note and "ONNX Runtime" in emb.device_note and emb.precision == "f32"
-    assert float((got * fp32.embed(["Dense passage retrieval for open-domain question answering."])).sum()) > 0.99999
+    assert float((got * onnx_fp32.embed(["Dense passage retrieval for open-domain question answering."])).sum()) > 0.99999
