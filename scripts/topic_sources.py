@@ -3,24 +3,24 @@ sources (the app's `PAPERCHAT_RETRIEVAL__K`), over the topic questions of one or
 
     PAPERCHAT_DATA_DIR=STORE python scripts/topic_sources.py --set ../shared/data/eval/topic_dev.jsonl --k 8,10,20
 
-Prints per set and k: multi-paper citation recall and precision, papers cited per answer, and the share of
-known-item answers that cite their gold paper first (as `eval run` scores them).
+Prints per set and k: multi-paper citation recall and precision and the share of known-item answers that cite
+their gold paper first, scored and averaged by `eval run`'s own functions.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
+from typing import Any
 
 from paperchat.assistant import Assistant
 from paperchat.evaluation.questions import load_set
-from paperchat.evaluation.runner import question_scope
+from paperchat.evaluation.runner import question_scope, score, summarize
 from paperchat.settings import Settings
 
 
 def main() -> None:
-    """Print the table."""
+    """Print the table: `eval run`'s own scoring (runner.score, runner.summarize) at each depth."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--set", action="append", type=Path, required=True)
     ap.add_argument("--k", default="8,10,20", help="comma-separated source depths")
@@ -30,21 +30,14 @@ def main() -> None:
     for path in args.set:
         questions = [q for q in load_set(path)[0] if q.scope == "topic" and q.gold_papers]
         for k in (int(v) for v in args.k.split(",")):
-            recall, precision, cited_n, first = [], [], [], []
+            rows: dict[str, list[dict[str, Any]]] = {"multi-paper": [], "known-item": []}
             for q in questions:
                 ans = assistant.ask(q.question, question_scope(assistant, q, None), k=k)
-                cited = list(dict.fromkeys(c.paper_id for c in ans.citations))
-                gold = set(q.gold_papers)
-                if q.kind == "multi-paper":
-                    recall.append(len(gold & set(cited)) / len(gold))
-                    precision.append(len(gold & set(cited)) / max(1, len(cited)))
-                    cited_n.append(len(cited))
-                else:
-                    first.append(1.0 if cited and cited[0] in gold else 0.0)
-            mean = lambda xs: statistics.fmean(xs) if xs else float("nan")  # noqa: E731
+                rows.setdefault(q.kind, []).append({"metrics": score(q, ans)[0], "answer": ans.to_json()})
+            multi, known = (summarize(rows[kind])["citations"] if rows[kind] else {} for kind in ("multi-paper", "known-item"))
             print(
-                f"{path.name} k={k}: multi-paper citation recall {mean(recall):.3f} precision {mean(precision):.3f}"
-                f" papers/answer {mean(cited_n):.1f} | known-item gold first {mean(first):.3f}",
+                f"{path.name} k={k}: multi-paper citation recall {multi.get('recall')} precision {multi.get('precision')}"
+                f" | known-item gold first {known.get('gold_first')}",
                 flush=True,
             )
 
