@@ -83,6 +83,11 @@ def test_question_focus_and_answer_kinds() -> None:
     assert not satisfies("number", "5 Experiments 5.1 Unsupervised Pretraining How much in-domain data is needed?")
     assert satisfies("number", "We prune neighbors of an extraction which have low cosine similarity (< 0.8).")
     assert satisfies("number", "8 GPUs were used, (a) with a batch of 32.")
+    # A name with digits in it is not a number (askpdf_dev pdf-2104.08663-1 quoted "BM25 remains a strong baseline"
+    # first for "What BM25 parameter values ..."); a value stuck to a symbol still is one.
+    assert not satisfies("number", "Overall, BM25 remains a strong baseline, and docT5query and T5 follow it.")
+    assert satisfies("number", "We use Anserini with the default Lucene parameters (k=0.9 and b=0.4).")
+    assert satisfies("number", "It was trained with a learning rate of 5e-5 on 8xA100 GPUs.")
     assert satisfies("name", "We use BigBird-PEGASUS-large as the summarizer.", frozenset({"LongEval"}))
     assert not satisfies("name", "CiteSee shows the cards.", frozenset({"CiteSee"}))
 
