@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Iterator, Sequence
 
@@ -13,10 +14,13 @@ from paperchat.citations import build_citations, parse_citations, statements, st
 from paperchat.dates import plausible
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
+from paperchat.passages import in_context
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.retrieval import Retriever, rewrite_followup
 from paperchat.types import Answer, Hit, Scope, Source
+
+log = logging.getLogger(__name__)
 
 NEW_WEEKS = 4  # a topic answer marks the papers of the topic's last four weeks as new, as its page's momentum counts
 
@@ -86,7 +90,22 @@ class QA:
                     chunk_id=h.chunk.id,
                 )
             )
-        return out
+        return self._with_context(hits, out)
+
+    def _with_context(self, hits: Sequence[Hit], sources: list[Source]) -> list[Source]:
+        """PDF sources widened by their page's text around them (`retrieval.context_chars`, paperchat.passages);
+        a store that cannot give the pages leaves the chunks as they are."""
+        chars = self.lib.settings.retrieval.context_chars
+        pdf = [(h, s) for h, s in zip(hits, sources, strict=True) if chars and h.chunk.kind == "pdf" and h.chunk.page]
+        if not pdf:
+            return sources
+        try:
+            pages = self.lib.store.page_chunks({(h.chunk.paper_id, h.chunk.page or 0) for h, _ in pdf})
+        except Exception as exc:  # noqa: BLE001 - chromadb raises its own types; the chunks alone still answer
+            log.warning("could not read the pages around the retrieved chunks (%s): answering from the chunks alone", exc)
+            return sources
+        wide = {s.n: in_context(h.chunk, pages.get((h.chunk.paper_id, h.chunk.page or 0), []), chars) for h, s in pdf}
+        return [s.model_copy(update={"text": wide[s.n]}) if s.n in wide else s for s in sources]
 
     def evidence(self, query: str, scope: Scope, sources: Sequence[Source]) -> Evidence:
         """What the best sentences of the sources hold of the question (for the refusal decision); for a

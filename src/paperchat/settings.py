@@ -55,6 +55,13 @@ class RetrievalSettings(BaseModel):
         default=0, ge=0, description="topic questions: expand the BM25 query with this many words of its best chunks (RM3-style; 0 = off)"
     )
     lexical_feedback_weight: float = Field(default=0.3, ge=0.0, description="weight of the strongest expansion word relative to a query word")
+    context_chars: int = Field(
+        default=500,
+        ge=0,
+        le=2000,
+        description="PDF passages: the answerer reads each retrieved chunk with up to this many characters of its page on "
+        "either side, cut at sentence ends (0 = the chunk alone)",
+    )
     sentence_weight: float = Field(
         default=0.0,
         ge=0.0,

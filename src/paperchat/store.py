@@ -446,6 +446,21 @@ class VectorStore:
         res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
         return {cid: _chunk(cid, doc, meta) for cid, doc, meta in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 
+    def page_chunks(self, pages: Collection[tuple[str, int]]) -> dict[tuple[str, int], list[Chunk]]:
+        """The PDF chunks of these (paper id, page) pairs, by pair, each list in page order (one store call)."""
+        keys = sorted(set(pages))
+        if not keys:
+            return {}
+        conds: list[dict[str, Any]] = [{"$and": [{"paper_id": pid}, {"page": page}, {"kind": "pdf"}]} for pid, page in keys]
+        res = self.collection.get(where=conds[0] if len(conds) == 1 else {"$or": conds}, include=["documents", "metadatas"])
+        out: dict[tuple[str, int], list[Chunk]] = {}
+        for cid, doc, meta in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
+            c = _chunk(cid, doc, meta)
+            out.setdefault((c.paper_id, c.page or 0), []).append(c)
+        for chunks in out.values():
+            chunks.sort(key=lambda c: (c.start, c.end))
+        return out
+
     def dense_search(self, vector: np.ndarray, n: int, scope: Scope | None = None) -> list[tuple[Chunk, float]]:
         """The n nearest chunks inside the scope (Chroma's HNSW index), with cosine similarity."""
         res = self.collection.query(

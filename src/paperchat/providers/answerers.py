@@ -13,6 +13,7 @@ from paperchat.answering import Reading, read_sources, topic_map
 from paperchat.answering.text import widen
 from paperchat.answering.topic_map import TopicContext
 from paperchat.errors import AnswererError, ConfigError
+from paperchat.passages import clip
 from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
 from paperchat.text import Tokenizer
 from paperchat.types import Source
@@ -179,12 +180,16 @@ class ExtractiveAnswerer:
         raise AnswererError("the extractive answerer cannot complete a prompt", "use an LLM answerer (openai:<model> or local)")
 
 
-def format_sources(sources: Sequence[Source], max_chars: int = 1200) -> str:
-    """The numbered sources as the prompt shows them (each cut at max_chars)."""
+def format_sources(sources: Sequence[Source], max_chars: int = 1200, page_chars: int = 2200) -> str:
+    """The numbered sources as the prompt shows them: an abstract cut at max_chars, a PDF passage (a chunk read in
+    its page, up to about 2,000 characters) at page_chars around its middle, where the matched chunk is."""
     rows = []
     for s in sources:
         where = f", page {s.page}" if s.page else ""
-        text = s.text if len(s.text) <= max_chars else s.text[:max_chars] + " ..."
+        if s.page:
+            text = clip(s.text, page_chars)
+        else:
+            text = s.text if len(s.text) <= max_chars else s.text[:max_chars] + " ..."
         rows.append(f"[{s.n}] {s.title} ({s.date.isoformat() if s.date else 'n.d.'}{where})\n{text}")
     return "\n\n".join(rows)
 

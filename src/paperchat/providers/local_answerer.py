@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from paperchat.citations import CITATION, parse_group, support
+from paperchat.passages import clip
 from paperchat.prompts import CANNOT_ANSWER, SMALL_SYSTEM_PROMPT, SMALL_USER_TEMPLATE
 from paperchat.providers.answerers import OpenAIAnswerer, format_sources
 from paperchat.text import Tokenizer
@@ -193,11 +194,11 @@ class LocalAnswerer(OpenAIAnswerer):
             by_n = {s.n: s for s in sources}
             if picked:
                 return [by_n[n].model_copy(update={"text": " ".join(t for _, t in sorted(sents))}) for n, sents in picked.items() if n in by_n]
-        return [s.model_copy(update={"text": s.text[: self.source_chars]}) for s in sources[: self.max_sources]]
+        return [s.model_copy(update={"text": clip(s.text, self.source_chars) if s.page else s.text[: self.source_chars]}) for s in sources[: self.max_sources]]
 
     def messages(self, question: str, sources: Sequence[Source]) -> list[tuple[str, str]]:
         """The short prompt: instruction, then the shown sources, then the question (closest to the answer)."""
-        shown = format_sources(self.shown(question, sources), self.source_chars * 2)
+        shown = format_sources(self.shown(question, sources), self.source_chars * 2, self.source_chars * 2)
         return [("system", SMALL_SYSTEM_PROMPT), ("user", SMALL_USER_TEMPLATE.format(question=question, sources=shown))]
 
     def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
