@@ -72,6 +72,16 @@ def test_question_focus_and_answer_kinds() -> None:
     assert mentioned("GPT", "to validate the usage of gpt- 4 for computing win rates") and mentioned("GPT", "gpt-4")
     assert mentioned("GPU", "on 8 gpus") and mentioned("T5", "t5-xxl")
     assert not mentioned("BERT", "roberta and sentence-bert") and not mentioned("GPT", "chatgpt")
+    # a name that is the tail of the question's compound is the compound ("Primer-EZ", not "EZ"), found as written, with
+    # a space, by the name in it, or with its acronym written out (eval/askpdf_fresh: two answerable questions were
+    # refused as "the sources never mention EZ" / "... LM")
+    assert "Primer-EZ" in analyse("What did the Primer-EZ changes do?", TOK).names
+    assert mentioned("Primer-EZ", "primer-ez modifications also improve") and mentioned("Primer-EZ", "primer ez")
+    assert mentioned("masked-LM", "the target accuracy of 72.0% on masked language modeling")
+    assert mentioned("reward-versus-KL", "the kl divergence from the reference policy")
+    assert not mentioned("masked-LM", "a masked image model") and not mentioned("Primer-EZ", "primer alone")
+    assert not mentioned("GPU", "we give plenty updates") and not mentioned("LM", "large models")  # no loose initials
+    assert not mentioned("M-14B", "the 14b model") and not mentioned("C-MTEB", "results on mteb")  # a name throughout: as written
     assert satisfies("number", "In this work we employ h = 8 parallel attention layers, or heads.")
     assert not satisfies("number", "As shown in Table 3 and Section 4.2 [12], it helps.")
     # Numbers that only mark structure are not values (askpdf_dev pdf-2004.14283-2 quoted this first).

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, states
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -72,8 +72,24 @@ class Evidence:
 def mentioned(name: str, text: str) -> bool:
     """Whether a lower-cased text mentions a name the question gives, as a word or its plural ("GPU": "GPUs"),
     also as the head of a hyphenated word ("GPT" of "GPT-4-judged": "GPT-4", "GPT- 4"), never inside a word
-    ("BERT" is not in "RoBERTa") or as its tail ("BERT" is not "Sentence-BERT")."""
-    return re.search(rf"(?<![\w-]){re.escape(name.lower())}s?(?!\w)", text) is not None
+    ("BERT" is not in "RoBERTa") or as its tail ("BERT" is not "Sentence-BERT"); a hyphenated name also with a space
+    ("Primer EZ") or by the name in it ("reward-versus-KL": "KL"), its acronym written out ("masked-LM": "masked
+    language modeling")."""
+    parts = name.split("-")
+    body = r"[\s-]?".join(re.escape(p.lower()) for p in parts)  # "Primer-EZ": also "primer ez"
+    if re.search(rf"(?<![\w-]){body}s?(?!\w)", text) is not None:
+        return True
+    if len(parts) == 1:
+        return False
+    # a compound with an acronym in it, written out by its initials ("masked-LM": "masked language modeling")
+    spelled = r"[\s-]?".join(
+        r"[\s-]+".join(rf"{c}[a-z]*" for c in p.lower()) if re.fullmatch(r"[A-Z]{2,5}", p) else re.escape(p.lower()) for p in parts
+    )
+    if spelled != body and re.search(rf"(?<![\w-]){spelled}(?!\w)", text) is not None:
+        return True
+    if name_like(parts[0]) or parts[0].isupper():  # a name throughout ("M-14B", "C-MTEB"): only as written
+        return False
+    return any(name_like(p) and mentioned(p, text) for p in parts[1:])  # "reward-versus-KL": its name alone will do
 
 
 def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sources: Sequence[Source], scope_df: Mapping[str, int] | None = None) -> Evidence:

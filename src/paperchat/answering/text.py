@@ -200,7 +200,7 @@ def asked_words(question: str) -> list[str]:
 
 
 def question_names(question: str) -> list[str]:
-    """The names a question gives: "MS MARCO", "TAS-B", "GPT-4"; of "BERT-sized" only "BERT"."""
+    """The names a question gives: "MS MARCO", "TAS-B", "GPT-4"; of "BERT-sized" only "BERT"; "Primer-EZ" whole."""
     out: list[str] = []
     for i, w in enumerate(re.findall(r"[A-Za-z][\w-]*", question)):
         if i == 0 and w in _SENTENCE_STARTERS:
@@ -210,14 +210,21 @@ def question_names(question: str) -> list[str]:
             out += [w] if _NAME_TOKEN.match(w) else []
         elif all(_NAME_TOKEN.match(p) or p.isupper() or p.isdigit() for p in parts):
             out.append(w)
-        else:
-            out += [p for p in parts if _NAME_TOKEN.match(p)]
+        elif _NAME_TOKEN.match(parts[0]):
+            out.append(parts[0])  # "BERT-sized", "GPT-4-judged": the name heads the word
+        elif any(_NAME_TOKEN.match(p) for p in parts[1:]):
+            out.append(w)  # "Primer-EZ", "Sentence-BERT": the name is the whole word, not its tail
     return out
 
 
 def _is_name(word: str) -> bool:
     """GPT-4, BigBird-PEGASUS-large, OpineDB, BM25, v3.0.0: a name-like token (or a hyphenated one with a name part)."""
     return bool(_NAME_TOKEN.match(word)) or ("-" in word and any(_NAME_TOKEN.match(p) for p in word.split("-") if p))
+
+
+def name_like(word: str) -> bool:
+    """A token shaped like a name: an acronym, CamelCase, a word with digits ("KL", "RoBERTa", "GPT-4")."""
+    return _NAME_TOKEN.match(word) is not None
 
 
 _CONTRIBUTION = re.compile(
