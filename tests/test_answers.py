@@ -93,6 +93,9 @@ def test_question_focus_and_answer_kinds() -> None:
     assert not satisfies("number", "5 Experiments 5.1 Unsupervised Pretraining How much in-domain data is needed?")
     assert satisfies("number", "We prune neighbors of an extraction which have low cosine similarity (< 0.8).")
     assert satisfies("number", "8 GPUs were used, (a) with a batch of 32.")
+    # a number in brackets after a word is a value, not a list marker (eval/askpdf_fresh: "articles (25)")
+    assert satisfies("number", "We manually included few Wikipedia articles (25) missing from our corpus.")
+    assert not satisfies("number", "The steps are: (1) parse the files; and (2) index them.")
     # A name with digits in it is not a number (askpdf_dev pdf-2104.08663-1 quoted "BM25 remains a strong baseline"
     # first for "What BM25 parameter values ..."); a value stuck to a symbol still is one.
     assert not satisfies("number", "Overall, BM25 remains a strong baseline, and docT5query and T5 follow it.")
