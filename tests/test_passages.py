@@ -77,6 +77,9 @@ def test_paper_answers_read_the_retrieved_chunks_in_their_page(built_store: Path
             sources = qa.sources(hits)
             pages = lib.store.page_chunks({(h.chunk.paper_id, h.chunk.page or 0) for h in hits})
             assert all(c.page == page and c.paper_id == pid for (pid, page), cs in pages.items() for c in cs)
+            two = lib.store.page_chunks({("1706.03762", 5), ("2005.11401", 3)})  # two papers: only the pairs asked for
+            assert set(two) == {("1706.03762", 5), ("2005.11401", 3)}
+            assert all(c.page == page and c.paper_id == pid and c.kind == "pdf" for (pid, page), cs in two.items() for c in cs)
             texts[chars] = [(h.chunk.text, s.text, s.page == h.chunk.page) for h, s in zip(hits, sources, strict=True)]
             if chars:
                 ans = qa.ask(question, scope)
