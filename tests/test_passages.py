@@ -39,7 +39,7 @@ def test_page_is_rebuilt_from_its_chunks_offsets() -> None:
 def test_a_chunk_is_read_with_whole_sentences_of_its_page_around_it() -> None:
     chunks = _chunks()
     mid = chunks[len(chunks) // 2]
-    wide = in_context(mid, chunks, 150)
+    wide = in_context(mid, page_text(chunks), 150)
     assert mid.text in wide and len(wide) > len(mid.text)
     assert len(wide) <= len(mid.text) + 2 * 150
     # it starts where a sentence starts and ends where one ends: no half sentence is added
@@ -47,11 +47,11 @@ def test_a_chunk_is_read_with_whole_sentences_of_its_page_around_it() -> None:
     assert wide.endswith(".") or wide.endswith(mid.text)
     assert any(s.strip() and s.strip() not in mid.text for s in wide.split(". "))  # a sentence the chunk lacked
     # nothing asked, or the page unknown: the chunk alone
-    assert in_context(mid, chunks, 0) == mid.text
-    assert in_context(mid, [], 300) == mid.text
+    assert in_context(mid, page_text(chunks), 0) == mid.text
+    assert in_context(mid, "", 300) == mid.text
     # the page's first chunk gains only what follows it, the last only what precedes it
-    assert in_context(chunks[0], chunks, 150).startswith(chunks[0].text)
-    assert in_context(chunks[-1], chunks, 150).endswith(chunks[-1].text)
+    assert in_context(chunks[0], page_text(chunks), 150).startswith(chunks[0].text)
+    assert in_context(chunks[-1], page_text(chunks), 150).endswith(chunks[-1].text)
 
 
 def test_a_long_page_passage_is_clipped_around_its_middle() -> None:

@@ -25,12 +25,11 @@ def page_text(chunks: Sequence[Chunk]) -> str:
     return "".join(buf)
 
 
-def in_context(chunk: Chunk, page: Sequence[Chunk], chars: int) -> str:
-    """The chunk with up to `chars` characters of its page before and after it, starting where a sentence
-    starts and ending where one ends (no half sentences added); the chunk alone when its page is unknown."""
-    if chars <= 0 or not page:
+def in_context(chunk: Chunk, text: str, chars: int) -> str:
+    """The chunk with up to `chars` characters of its page's `text` (`page_text`) before and after it, starting where
+    a sentence starts and ending where one ends (no half sentences added); the chunk alone when its page is unknown."""
+    if chars <= 0 or not text:
         return chunk.text
-    text = page_text(page)
     start, end = chunk.start, chunk.start + len(chunk.text)
     if text[start:end] != chunk.text:  # offsets that do not place it (never expected): keep what was matched
         return chunk.text

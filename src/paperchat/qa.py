@@ -14,7 +14,7 @@ from paperchat.citations import build_citations, parse_citations, statements, st
 from paperchat.dates import plausible
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
-from paperchat.passages import in_context
+from paperchat.passages import in_context, page_text
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.retrieval import Retriever, rewrite_followup
@@ -104,7 +104,8 @@ class QA:
         except Exception as exc:  # noqa: BLE001 - chromadb raises its own types; the chunks alone still answer
             log.warning("could not read the pages around the retrieved chunks (%s): answering from the chunks alone", exc)
             return sources
-        wide = {s.n: in_context(h.chunk, pages.get((h.chunk.paper_id, h.chunk.page or 0), []), chars) for h, s in pdf}
+        texts = {key: page_text(chunks) for key, chunks in pages.items()}  # once per page, however many hits it holds
+        wide = {s.n: in_context(h.chunk, texts.get((h.chunk.paper_id, h.chunk.page or 0), ""), chars) for h, s in pdf}
         return [s.model_copy(update={"text": wide[s.n]}) if s.n in wide else s for s in sources]
 
     def evidence(self, query: str, scope: Scope, sources: Sequence[Source]) -> Evidence:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states, written_out
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -83,7 +83,7 @@ def mentioned(name: str, text: str) -> bool:
         return False
     # a compound with an acronym in it, written out by its initials ("masked-LM": "masked language modeling")
     spelled = r"[\s-]?".join(
-        r"[\s-]+".join(rf"{c}[a-z]*" for c in p.lower()) if re.fullmatch(r"[A-Z]{2,5}", p) else re.escape(p.lower()) for p in parts
+        written_out(p) if re.fullmatch(r"[A-Z]{2,5}", p) else re.escape(p.lower()) for p in parts
     )
     if spelled != body and re.search(rf"(?<![\w-]){spelled}(?!\w)", text) is not None:
         return True

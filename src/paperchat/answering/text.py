@@ -207,24 +207,30 @@ def question_names(question: str) -> list[str]:
             continue
         parts = [p for p in w.split("-") if p]
         if len(parts) == 1:
-            out += [w] if _NAME_TOKEN.match(w) else []
-        elif all(_NAME_TOKEN.match(p) or p.isupper() or p.isdigit() for p in parts):
+            out += [w] if name_like(w) else []
+        elif all(name_like(p) or p.isupper() or p.isdigit() for p in parts):
             out.append(w)
-        elif _NAME_TOKEN.match(parts[0]):
+        elif name_like(parts[0]):
             out.append(parts[0])  # "BERT-sized", "GPT-4-judged": the name heads the word
-        elif any(_NAME_TOKEN.match(p) for p in parts[1:]):
+        elif any(name_like(p) for p in parts[1:]):
             out.append(w)  # "Primer-EZ", "Sentence-BERT": the name is the whole word, not its tail
     return out
-
-
-def _is_name(word: str) -> bool:
-    """GPT-4, BigBird-PEGASUS-large, OpineDB, BM25, v3.0.0: a name-like token (or a hyphenated one with a name part)."""
-    return bool(_NAME_TOKEN.match(word)) or ("-" in word and any(_NAME_TOKEN.match(p) for p in word.split("-") if p))
 
 
 def name_like(word: str) -> bool:
     """A token shaped like a name: an acronym, CamelCase, a word with digits ("KL", "RoBERTa", "GPT-4")."""
     return _NAME_TOKEN.match(word) is not None
+
+
+def _is_name(word: str) -> bool:
+    """GPT-4, BigBird-PEGASUS-large, OpineDB, BM25, v3.0.0: a name-like token (or a hyphenated one with a name part)."""
+    return name_like(word) or ("-" in word and any(name_like(p) for p in word.split("-") if p))
+
+
+def written_out(acronym: str) -> str:
+    """A regex (lower case) for an acronym written out by its initials: "LM" -> "language model(ing)", "RL" ->
+    "reinforcement learning"."""
+    return r"[\s-]+".join(rf"{c}[a-z]*" for c in acronym.lower())
 
 
 _CONTRIBUTION = re.compile(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from paperchat.answering.select import Scored
-from paperchat.answering.text import ASKED_WEIGHT, Focus, contribution, problem_statement, says_what_it_does
+from paperchat.answering.text import ASKED_WEIGHT, Focus, contribution, problem_statement, says_what_it_does, written_out
 from paperchat.text import STOPWORDS as _STOPWORDS
 from paperchat.types import Source
 
@@ -229,7 +229,7 @@ def spelled_out(question: str, asked: set[str]) -> re.Pattern[str] | None:
     forms = []
     for word in dict.fromkeys(re.findall(r"\b([A-Z]{2,5})s?\b", question)):
         if {word.lower(), word.lower() + "s"} & asked:
-            forms.append(r"[\s-]+".join(rf"{c}[a-z]*" for c in word))
+            forms.append(written_out(word))  # lower case; the pattern is compiled (?i)
     return re.compile(rf"(?i)\b(?:{'|'.join(forms)})\b") if forms else None
 
 
