@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import string
@@ -134,6 +135,39 @@ def holds_first(answer: str, golds: Sequence[str]) -> Metric:
     first = next(iter(answer_sentences(answer)), "")
     got, _ = holds(first, golds)
     return got, ("the first sentence holds a gold answer" if got else "the first sentence holds no gold answer")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", normalize_for_match(text))
+
+
+def quotes_evidence(sentence: str, evidence: str) -> bool:
+    """Whether a quoted sentence is (part of) the question's evidence quote: they share a verbatim run of at
+    least 8 words, or half the evidence's words, or the whole sentence (after normalisation: case, spacing,
+    "cor- pus" breaks). The gold answer's own words often differ from the paper's ("No; the hint is left out"
+    for "we do not include the hint"), so an extractive answer that quotes the evidence is right where `holds`
+    cannot see it."""
+    ev, got = _words(evidence), _words(sentence)
+    if not ev or not got:
+        return False
+    run = difflib.SequenceMatcher(None, got, ev, autojunk=False).find_longest_match(0, len(got), 0, len(ev)).size
+    return run >= min(8, max(4, len(ev) // 2), len(got))
+
+
+def evidence_first(answer: str, evidence: str) -> Metric:
+    """1.0 when the answer's first quoted sentence quotes the evidence (`quotes_evidence`)."""
+    first = next(iter(answer_sentences(answer)), "")
+    if quotes_evidence(first, evidence):
+        return 1.0, "the first sentence quotes the evidence"
+    return 0.0, "the first sentence does not quote the evidence"
+
+
+def evidence_quoted(answer: str, evidence: str) -> Metric:
+    """1.0 when any quoted sentence of the answer quotes the evidence (`quotes_evidence`)."""
+    for i, s in enumerate(answer_sentences(answer), start=1):
+        if quotes_evidence(s, evidence):
+            return 1.0, f"sentence {i} quotes the evidence"
+    return 0.0, "no sentence quotes the evidence"
 
 
 def first_gold_rank(answer: str, golds: Sequence[str]) -> Metric:

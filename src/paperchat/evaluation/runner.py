@@ -101,6 +101,9 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
             put("answer.holds", M.holds(ans.answer, golds))
             if q.scope == "paper":
                 put("answer.holds_first", M.holds_first(ans.answer, golds))
+            if q.scope == "paper" and q.evidence:
+                put("answer.evidence_first", M.evidence_first(ans.answer, q.evidence))
+                put("answer.evidence_quoted", M.evidence_quoted(ans.answer, q.evidence))
             if q.scope == "paper":
                 rank, why_rank = M.first_gold_rank(ans.answer, golds)
                 m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
@@ -156,6 +159,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "contains": _mean(rows, "answer.contains"),
             "holds": _mean(rows, "answer.holds"),
             "holds_first": _mean(rows, "answer.holds_first"),
+            "evidence_first": _mean(rows, "answer.evidence_first"),
+            "evidence_quoted": _mean(rows, "answer.evidence_quoted"),
             "abstention_accuracy": _mean(rows, "answer.abstention_accuracy"),
             "right_refusals": _count(rows, "answer.abstention_accuracy"),
             "wrong_refusals": _count(rows, "answer.wrong_refusal"),
