@@ -17,7 +17,7 @@ import pytest
 
 from paperchat.answering import topic_map
 from paperchat.answering.evidence import mentioned
-from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading, widen
+from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading, strip_plot, widen
 from paperchat.evaluation import metrics as M
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
@@ -160,6 +160,16 @@ def test_answer_line_takes_the_sentence_it_leans_on() -> None:
     assert widen("In contrast, BM25 processes 23.7 questions per second per thread.", glued, f, TOK).startswith("In contrast")
     bullets = "We do not store the dropout mask \u2022 We keep the seeds. Instead, we re-generate the dropout mask in the backward pass."
     assert widen("We keep the seeds.", bullets, analyse("How is the dropout mask handled?", TOK), TOK) == "We keep the seeds."
+
+
+def test_chart_text_before_a_caption_is_dropped() -> None:
+    # pypdf runs a chart's axis ticks and legend into its caption (BEIR, p. 9 of the shared PDF)
+    s = "0 100 200 300 400 500 TREC-COVID [58] TAS-B ANCE 0 100 200 300 400 500 Touch\u00e9-2020 [5] TAS-B ANCE Figure 4: Distribution plots [22] for top-10 retrieved document lengths (in words)."
+    assert strip_plot(s) == "Figure 4: Distribution plots [22] for top-10 retrieved document lengths (in words)." and s.endswith(strip_plot(s))
+    # prose before a figure mention stays, and so does a caption with nothing before it
+    prose = "As the chart for the 3 models in Figure 2: Results shows, the gap grows with size."
+    assert strip_plot(prose) == prose
+    assert strip_plot("Figure 1: F1 scores on SQuAD as a function of the number of training examples.").startswith("Figure 1:")
 
 
 def test_debris_is_not_quotable() -> None:

@@ -422,6 +422,22 @@ def strip_heading(sentence: str) -> str:
     return sentence
 
 
+_CAPTION = re.compile(r"\b(?:Figure|Fig\.)\s*\d+[a-z]?\s*[:.]\s+(?=[A-Z(\[])")
+
+
+def strip_plot(sentence: str) -> str:
+    """A figure's caption without the chart text the PDF text runs into it ("0 100 200 300 TREC-COVID TAS-B
+    ANCE Figure 4: Distribution plots ..." -> "Figure 4: Distribution plots ..."): axis ticks and legend words
+    before "Figure N:" are dropped when at least three of them, and a fifth, are numbers. The result is a suffix
+    of the sentence, so it stays a verbatim quote."""
+    m = next(iter(reversed(list(_CAPTION.finditer(sentence)))), None)
+    if m is None or m.start() == 0:
+        return sentence
+    words = sentence[: m.start()].split()
+    numbers = sum(bool(_NUMBERISH.match(w.strip("[]"))) for w in words)
+    return sentence[m.start() :] if numbers >= 3 and numbers >= 0.2 * len(words) else sentence
+
+
 def quotable(sentence: str) -> bool:
     """Whether a sentence may be quoted as an answer at all."""
     return 25 <= len(sentence) <= 600 and not _tabular(sentence) and not _reference(sentence) and not _header_like(sentence)
@@ -437,7 +453,7 @@ def candidates(sources: Sequence[Source], tok: Tokenizer) -> list[Candidate]:
             sents = sents[1:]  # an abstract chunk starts with the title: not an answer sentence
         tokens = [frozenset(tok(s)) for s in sents]
         for i, raw in enumerate(sents):
-            s = strip_heading(raw.strip())
+            s = strip_plot(strip_heading(raw.strip()))
             if not quotable(s):
                 continue
             key = re.sub(r"\W+", " ", s.lower()).strip()
