@@ -292,6 +292,33 @@ def test_refused_when_no_sentence_states_the_money_or_time_asked() -> None:
             assert rule.why(ev) == "no passage states how long it took"
 
 
+def test_setting_values_asked_and_stated() -> None:
+    from paperchat.answering.text import settings_asked, states_setting
+
+    assert settings_asked("What optimizer, learning rate and batch size are used by default?") == ("learning rate", "batch size", "optimizer")
+    assert settings_asked("At what sampling temperature were rationales generated?") == ("temperature",)
+    assert settings_asked("What numerical value of the PPO clipping parameter \u03b5 was used?") == ("clipping",)
+    # a setting named but not its value asked: "in which part ... is dropout applied"
+    assert settings_asked("In which part of the network is dropout applied, and why?") == ()
+    assert states_setting("learning rate", "We linearly warm up the learning rate from 0 to 1e-6 over 150 steps.")
+    assert states_setting("learning rate", "Learning_rate 1e-5 1e-5 1e-5 Epochs 6 6 6")  # a table row
+    assert states_setting("temperature", "All model sampling is performed at temperature T = 0 and truncated at the first newline.")
+    assert states_setting("dropout", "We train with 0.1 dropout on the attention weights.")
+    assert states_setting("optimizer", "We use the RMSprop optimizer.") and not states_setting("optimizer", "The optimizer state is sharded.")
+    assert not states_setting("learning rate", "The learning rate follows a cosine schedule.")
+    assert not states_setting("dropout", "We use dropout in the decoder only.")
+
+
+def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
+    """eval/askpdf_abstain_tune.jsonl abst-2005.11401-2: RAG describes its end-to-end fine-tuning but gives no learning
+    rate or batch size for it; refused, naming what is missing. DPR states its batch size (askpdf_dev pdf-2004.04906-1):
+    answered."""
+    ans = qa.ask("What learning rate and batch size were used when fine-tuning the retrieval-augmented models end to end?", Scope.for_paper("2005.11401"), k=10)
+    assert ans.abstained and "no passage gives the learning rate or batch size used" in ans.answer
+    ans = qa.ask("What batch size and how many lexical hard negatives per question were used to train the main dense retriever?", Scope.for_paper("2004.04906"), k=10)
+    assert not ans.abstained and "128" in ans.answer
+
+
 def test_real_pdf_time_question_the_paper_does_not_answer_is_refused(qa: QA) -> None:
     """DPR states how long building its FAISS index takes (8.5 hours) but not how long training its encoders took
     (eval/askpdf_abstain_tune.jsonl): the first is answered with the hours, the second refused, naming the reason."""

@@ -126,7 +126,7 @@ class QA:
         paper = scope.kind == "paper"
         rule = evidence.Refusal(
             conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names, min_asked=conf.refuse_asked_below if paper else 0.0,
-            measures=paper and conf.refuse_unstated_measure,
+            measures=paper and conf.refuse_unstated_measure, settings=paper and conf.refuse_unstated_setting,
         )
         if not paper and conf.refuse_below_topic == 0.0:
             return None

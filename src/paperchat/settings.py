@@ -167,6 +167,14 @@ class AnswerSettings(BaseModel):
     refuse_missing_names: bool = Field(
         default=True, description="paper questions: refuse when a name the question gives (MS MARCO, SQuAD) is in none of the passages"
     )
+    refuse_unstated_setting: bool = Field(
+        default=True,
+        description=(
+            "paper questions: refuse a question asking for the value of a named setting ('what learning rate', 'at what sampling "
+            "temperature', 'which optimizer') when none of the 8 best sentences gives one; designed on the four AskPDF choosing "
+            "sets (right refusals +8, wrong +0), README Quality"
+        ),
+    )
     refuse_unstated_measure: bool = Field(
         default=True,
         description=(

@@ -20,6 +20,10 @@ or, when turned on, when `asked` is below `answers.refuse_asked_below` (off: it 
   or a duration ("how many GPU hours", "for how many days") is refused when none of the TOP best sentences states
   one (a currency amount; a number with a time unit). Papers that discuss their compute or annotation without
   stating the dollars or hours are the commonest unanswerable questions in our sets (README, Quality).
+- set_value: a question asking for the value of a named setting ("what learning rate", "at what sampling
+  temperature", "which optimizer") is refused when none of the SETTING_TOP best sentences gives one (the setting's
+  name with a number by it; an optimizer's name). The next commonest: a paper that describes its training but not
+  the learning rate.
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states, written_out
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states, states_setting, written_out
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 TOP = 5  # sentences read for evidence
+SETTING_TOP = 8  # sentences read for a setting's value (8 and 10 refuse the same on the choosing sets; 5 refused one answerable)
 MISFIT = 0.5  # strength lost when none of them holds the kind of thing asked (no number for "how many")
 UNCOUNTED = 0.3  # ... when none of them puts a number before what "how many" asks about ("12 participants")
 ASKED_TOP = 3  # sentences read for the asked words (split halves of eval/askpdf_abstain_tune.jsonl: 3 won on both)
@@ -55,6 +60,8 @@ class Evidence:
     asked: float | None = None
     measured: bool = True  # False when the question asks for money or a duration (`measure`) and none of the best sentences states one
     measure: str = ""
+    set_value: bool = True  # False when the question asks for a named setting's value and none of the best sentences gives one
+    settings: tuple[str, ...] = ()
 
     @property
     def strength(self) -> float:
@@ -112,8 +119,10 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     best = head[0]
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
     measured = not focus.measure or any(states(focus.measure, s.text) for s in ranked[:TOP])
+    set_value = not focus.settings or any(states_setting(k, s.text) for k in focus.settings for s in ranked[:SETTING_TOP])
     return Evidence(
-        round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure
+        round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure,
+        set_value, focus.settings,
     )
 
 
@@ -134,17 +143,22 @@ class Refusal:
     names: bool = True
     min_asked: float = 0.0
     measures: bool = True
+    settings: bool = False
 
     def refuse(self, ev: Evidence) -> bool:
         """True when the sources do not answer: a name the question gives is missing, the evidence is weak, no
-        sentence read holds what the question asks about, or none states the amount of money or the duration asked."""
+        sentence read holds what the question asks about, none states the amount of money or the duration asked,
+        or none gives a value of the setting asked."""
         thin_asked = ev.asked is not None and ev.asked < self.min_asked
-        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured)
+        unset = self.settings and not ev.set_value
+        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured) or unset
 
     def why(self, ev: Evidence) -> str:
         """The reason shown with the cannot-answer text."""
         if self.names and ev.missing_names:
             return f"the sources never mention {' '.join(ev.missing_names)}"
+        if self.settings and not ev.set_value and not (self.measures and not ev.measured):
+            return f"no passage gives the {' or '.join(ev.settings)} used"
         if self.measures and not ev.measured:
             return {"money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens"}.get(ev.measure, "no passage states how long it took")
         return "no passage says it"

@@ -94,6 +94,63 @@ _DURATION = re.compile(
 )
 
 
+# Questions that ask for the value of a named setting ("what learning rate ...", "at what sampling temperature ...",
+# "which optimizer ...", "what numerical value of the PPO clipping parameter ε ...") and how a sentence states one:
+# the setting's name with a number close after it ("a learning rate of 1e-6", "temperature T = 0", "Learning_rate
+# 1e-5"), or a number just before it ("0.1 dropout"); an optimizer by its name ("the RMSprop optimizer"). A paper that
+# describes its training without the learning rate does not answer "what learning rate".
+_SETTINGS: dict[str, tuple[str, str]] = {  # key: (how a question names it, how a passage names it)
+    "learning rate": (r"learning[\s-]rates?|\blr\b", r"learning[\s_-]*rates?|\blr\b"),
+    "dropout": (r"dropout(?:\s+rates?)?", r"dropout"),
+    "temperature": (r"temperatures?", r"temperature|\u03c4"),
+    "weight decay": (r"weight[\s-]decay", r"weight[\s_-]*decay"),
+    "warm-up": (r"warm-?up(?:\s+steps|\s+schedule)?", r"warm[\s_-]*up"),
+    "batch size": (r"(?:mini-?)?batch[\s-]sizes?", r"batch(?:[\s_-]*sizes?|es\s+of)|mini-?batch"),
+    "dimensionality": (r"dimension(?:ality|s)?", r"dimension(?:ality|s)?|\bd_?model\b|\bdim\b"),
+    "window": (r"window(?:\s+sizes?)?", r"window"),
+    "margin": (r"margins?", r"margin"),
+    "threshold": (r"thresholds?", r"threshold"),
+    "clipping": (r"clipping(?:\s+(?:parameter|range|ratio|bounds?))?|clip\s+(?:range|ratio|bounds?)|\u03b5|epsilon", r"clip\w*|\u03b5|\u03f5|epsilon"),
+    "top-p": (r"top-?p", r"top[\s_-]*p|nucleus"),
+    "top-k": (r"top-?k", r"top[\s_-]*k"),
+    "beam size": (r"beam\s+(?:sizes?|widths?)", r"beam"),
+    "scaling factor": (r"scaling\s+factors?", r"scal\w+|alpha|\u03b1"),
+    "optimizer": (r"optimi[sz]ers?", ""),
+    "momentum": (r"momentum", r"momentum"),
+    "maximum length": (r"max(?:imum)?\s+(?:response\s+|sequence\s+|output\s+)?lengths?", r"length|tokens|max_tokens|max_len"),
+    "lambda": (r"\u03bb|lambda", r"lambda|\u03bb"),
+    "alpha": (r"\u03b1|alpha", r"alpha|\u03b1"),
+    "beta": (r"\u03b2|beta", r"beta|\u03b2"),
+}
+_SETTING_Q = re.compile(
+    r"\b(?:what|which)\s+(?:(?:numerical|exact|specific|default)\s+)?(?:values?\s+(?:of|for)\s+(?:the\s+)?)?(?:[\w-]+[\s-]+){0,3}?(?:"
+    + "|".join(q for q, _ in _SETTINGS.values())
+    + ")",
+    re.I,
+)
+_SETTING_VALUE = r"(?:\d[\d.,]*(?:e-?\d+)?|zero|one|two|three|four|five|ten)"
+_OPTIMIZERS = re.compile(r"\b(?:adam\w*|sgd|adafactor|rmsprop|adagrad|lion|lamb|momentum|gradient descent)\b", re.I)
+
+
+def settings_asked(question: str) -> tuple[str, ...]:
+    """The named settings whose value the question asks for ("What optimizer, learning rate and batch size ...":
+    all three); () when it asks for no setting's value."""
+    if not _SETTING_Q.search(question):
+        return ()
+    return tuple(k for k, (q, _) in _SETTINGS.items() if re.search(rf"\b(?:{q})", question, re.I))
+
+
+def states_setting(key: str, sentence: str) -> bool:
+    """Whether the sentence gives a value of the setting (`settings_asked`): its name with a number within 60
+    characters after it or right before it; an optimizer by its name."""
+    if key == "optimizer":
+        return bool(_OPTIMIZERS.search(sentence))
+    for m in re.finditer(_SETTINGS[key][1], sentence, re.I):
+        if re.search(_SETTING_VALUE, sentence[m.end() : m.end() + 60]) or re.search(rf"{_SETTING_VALUE}\s*$", sentence[max(0, m.start() - 25) : m.start()]):
+            return True
+    return False
+
+
 def measure_asked(question: str) -> Measure:
     """'money' when the question asks for an amount of money, 'duration' when it asks how long something took
     ("how many GPU hours", "for how many days"), 'size' when it asks how many parameters or tokens, else ''."""
@@ -135,6 +192,7 @@ class Focus:
     names: tuple[str, ...] = field(default=())
     counted: frozenset[str] = field(default=frozenset())  # what "how many" counts: "how many *participants*"
     measure: Measure = ""  # an amount of money, a duration or a count of parameters or tokens asked for (measure_asked)
+    settings: tuple[str, ...] = field(default=())  # named settings whose value is asked for (settings_asked)
 
     @property
     def weight(self) -> float:
@@ -173,7 +231,7 @@ def analyse(question: str, tok: Tokenizer) -> Focus:
     names = tuple(dict.fromkeys(question_names(question)))
     m = _HOW_MANY.search(question)
     counted = frozenset(t for t in tok(m.group(1)) if t in terms) if m else frozenset()
-    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted, measure_asked(question))
+    return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted, measure_asked(question), settings_asked(question))
 
 
 _ASKED = re.compile(
