@@ -319,6 +319,19 @@ def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
     assert not ans.abstained and "128" in ans.answer
 
 
+def test_a_named_scale_the_paper_never_uses_is_refused(qa: QA) -> None:
+    """eval/askpdf_abstain_tune.jsonl abst-2302.07302-2: CiteSee's field study reports no System Usability Scale score;
+    the question's name of several capitalised words is looked for in the passages like its acronyms."""
+    from paperchat.answering.text import title_phrases
+
+    assert title_phrases("What System Usability Scale score did the participants give?") == ["System Usability Scale"]
+    assert title_phrases("How does it perform on the DeepMind Control Suite?") == ["DeepMind Control Suite"]
+    assert title_phrases("Which Semantic Scholar PDFs were parsed?") == ["Semantic Scholar"]  # an acronym ends it
+    assert title_phrases("The Transformer uses what?") == []  # one word, and the first
+    ans = qa.ask("What System Usability Scale score did the field-deployment participants give the reader?", Scope.for_paper("2302.07302"), k=10)
+    assert ans.abstained and "never mention System Usability Scale" in ans.answer
+
+
 def test_real_pdf_time_question_the_paper_does_not_answer_is_refused(qa: QA) -> None:
     """DPR states how long building its FAISS index takes (8.5 hours) but not how long training its encoders took
     (eval/askpdf_abstain_tune.jsonl): the first is answered with the hours, the second refused, naming the reason."""

@@ -228,7 +228,7 @@ def analyse(question: str, tok: Tokenizer) -> Focus:
     elif _NAME_Q.search(question):
         kind = "name"
     # names the question itself gives ("MS MARCO", "SQuAD"): the sources must mention them to answer it
-    names = tuple(dict.fromkeys(question_names(question)))
+    names = tuple(dict.fromkeys([*question_names(question), *title_phrases(question)]))
     m = _HOW_MANY.search(question)
     counted = frozenset(t for t in tok(m.group(1)) if t in terms) if m else frozenset()
     return Focus(question, terms, kind, bool(_PROPOSES_Q.search(question)), names, counted, measure_asked(question), settings_asked(question))
@@ -273,6 +273,17 @@ def question_names(question: str) -> list[str]:
         elif any(name_like(p) for p in parts[1:]):
             out.append(w)  # "Primer-EZ", "Sentence-BERT": the name is the whole word, not its tail
     return out
+
+
+# A proper name of several capitalised words inside a question ("System Usability Scale", "Natural Questions",
+# "DeepMind Control Suite"): a paper that never writes it does not answer a question about it.
+_TITLE_PHRASE = re.compile(r"(?<=[a-z,;:(]\s)(?:[A-Z][a-z]+|[A-Z][a-z]+[A-Z][a-z]+)(?:\s(?:of\s|for\s)?[A-Z][a-z]+)+\b")
+
+
+def title_phrases(question: str) -> list[str]:
+    """The names of several capitalised words a question gives, after its first word ("What System Usability
+    Scale score ..." gives "System Usability Scale"); a phrase of sentence openers only is not one."""
+    return [m.group(0) for m in _TITLE_PHRASE.finditer(question) if not set(m.group(0).split()) <= _SENTENCE_STARTERS]
 
 
 def name_like(word: str) -> bool:
