@@ -93,8 +93,8 @@ def check_record(rec: dict, meta: dict[str, dict], pages: dict[str, list[str]]) 
     if rec["paper_id"] != (m.get("arxiv_id") or ""):
         errs.append(f"paper_id {rec['paper_id']!r} != metadata arxiv_id {m.get('arxiv_id')!r}")
     stem = rec["paper_id"] or Path(rec["pdf"]).stem
-    if not re.fullmatch(rf"(?:pdf|abst|val|fresh)-{re.escape(stem)}-\d+", rec["id"]):
-        errs.append(f"id {rec['id']!r} is not pdf-{stem}-<n> (or abst-/val-/fresh-)")
+    if not re.fullmatch(rf"(?:pdf|abst|val|fresh|chk)-{re.escape(stem)}-\d+", rec["id"]):
+        errs.append(f"id {rec['id']!r} is not pdf-{stem}-<n> (or abst-/val-/fresh-/chk-)")
     if rec["unanswerable"]:
         if rec["gold_answer"] or rec["answer_aliases"] or rec["gold_pages"] or rec["evidence"]:
             errs.append("unanswerable record has a non-empty answer, aliases, pages or evidence")
