@@ -313,6 +313,26 @@ def test_setting_values_asked_and_stated() -> None:
     assert not states_setting("dropout", "We use dropout in the decoder only.")
 
 
+def test_refusal_for_a_missing_setting_shows_where_the_paper_speaks_of_it() -> None:
+    from paperchat.answering.evidence import Refusal, read
+    from paperchat.providers.answerers import ExtractiveAnswerer
+
+    text = ("We fine-tune the generator jointly with the retriever on the training split for 10 epochs. "
+            "The learning rate follows a cosine schedule with a short warm-up. We evaluate on the dev split.")
+    question = "What learning rate was used when fine-tuning the generator jointly with the retriever?"
+    sources = [Source(n=1, paper_id="p", title="P", page=4, text=text, score=1.0)]
+    reading = ExtractiveAnswerer().read(question, sources)
+    ev = read(reading.focus, reading.ranked, reading.candidates, sources)
+    rule = Refusal(min_strength=-9.0, settings=True)
+    assert ev.settings == ("learning rate",) and not ev.set_value and rule.refuse(ev)
+    assert rule.why(ev) == "no passage gives the learning rate used"
+    near = rule.nearest(ev)
+    assert near is not None and near.text.startswith("The learning rate follows a cosine schedule")
+    stated = [Source(n=1, paper_id="p", title="P", page=4, text=text + " We use a learning rate of 3e-5.", score=1.0)]
+    reading = ExtractiveAnswerer().read(question, stated)
+    assert not rule.refuse(read(reading.focus, reading.ranked, reading.candidates, stated))
+
+
 def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
     """eval/askpdf_abstain_tune.jsonl abst-2005.11401-2: RAG describes its end-to-end fine-tuning but gives no learning
     rate or batch size for it; refused, naming what is missing. DPR states its batch size (askpdf_dev pdf-2004.04906-1):

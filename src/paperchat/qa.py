@@ -134,10 +134,11 @@ class QA:
         if not rule.refuse(ev):
             return None
         text = f"{CANNOT_ANSWER} ({rule.why(ev)})"
-        if ev.best is not None:
-            src = next(s for s in sources if s.n == ev.best.cand.n)
+        near = rule.nearest(ev)
+        if near is not None:
+            src = next(s for s in sources if s.n == near.cand.n)
             where = f" (p. {src.page})" if src.page else ""
-            text += f'\nThe nearest passage{where}: "{ev.best.text}" [{src.n}]'
+            text += f'\nThe nearest passage{where}: "{near.text}" [{src.n}]'
         return text
 
     def topic_context(self, scope: Scope) -> TopicContext | None:

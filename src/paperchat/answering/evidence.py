@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, states, states_setting, written_out
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, names_setting, states, states_setting, written_out
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -62,6 +62,7 @@ class Evidence:
     measure: str = ""
     set_value: bool = True  # False when the question asks for a named setting's value and none of the best sentences gives one
     settings: tuple[str, ...] = ()
+    setting_near: Scored | None = None  # the best sentence that names an asked setting (shown when its value is missing)
 
     @property
     def strength(self) -> float:
@@ -72,6 +73,7 @@ class Evidence:
         """The evidence as a flat record (for calibration and reports)."""
         d = asdict(self)
         d.pop("best")
+        d.pop("setting_near")
         d["strength"] = round(self.strength, 4)
         return d
 
@@ -120,9 +122,10 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
     measured = not focus.measure or any(states(focus.measure, s.text) for s in ranked[:TOP])
     set_value = not focus.settings or any(states_setting(k, s.text) for k in focus.settings for s in ranked[:SETTING_TOP])
+    near = next((s for s in ranked[:SETTING_TOP] if any(names_setting(k, s.text) for k in focus.settings)), None)
     return Evidence(
         round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure,
-        set_value, focus.settings,
+        set_value, focus.settings, near,
     )
 
 
@@ -152,6 +155,13 @@ class Refusal:
         thin_asked = ev.asked is not None and ev.asked < self.min_asked
         unset = self.settings and not ev.set_value
         return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured) or unset
+
+    def nearest(self, ev: Evidence) -> Scored | None:
+        """The sentence to show with the refusal: where the paper speaks of the setting whose value it does not give
+        ("We linearly decay the learning rate ..."), else the best sentence read."""
+        if self.settings and not ev.set_value and not (self.names and ev.missing_names) and ev.setting_near is not None:
+            return ev.setting_near
+        return ev.best
 
     def why(self, ev: Evidence) -> str:
         """The reason shown with the cannot-answer text."""

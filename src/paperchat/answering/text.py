@@ -141,6 +141,13 @@ def settings_asked(question: str) -> tuple[str, ...]:
     return tuple(k for k, (q, _) in _SETTINGS.items() if re.search(rf"\b(?:{q})", question, re.I))
 
 
+def names_setting(key: str, sentence: str) -> bool:
+    """Whether the sentence names the setting at all (with or without its value)."""
+    if key == "optimizer":
+        return bool(_OPTIMIZERS.search(sentence) or re.search(r"\boptimi[sz]\w+", sentence, re.I))
+    return re.search(_SETTINGS[key][1], sentence, re.I) is not None
+
+
 def states_setting(key: str, sentence: str) -> bool:
     """Whether the sentence gives a value of the setting (`settings_asked`): its name with a number within 60
     characters after it or right before it; an optimizer by its name."""
