@@ -170,7 +170,7 @@ class Refusal:
         if self.settings and not ev.set_value and not (self.measures and not ev.measured):
             return f"no passage gives the {' or '.join(ev.settings)} used"
         if self.measures and not ev.measured:
-            return {"money": "no passage states an amount of money", "size": "no passage states how many parameters", "tokens": "no passage states how many tokens"}.get(ev.measure, "no passage states how long it took")
+            return {"money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens"}.get(ev.measure, "no passage states how long it took")
         return "no passage says it"
 
 

@@ -70,7 +70,7 @@ _YEAR = re.compile(r"\b(?:19[5-9]\d|20[0-4]\d)\b")
 # Questions that ask for an amount of money or for how long something took, and sentences that state one
 # ("5 cents per annotation", "$4.6M", "about 8.5 hours", "one week", "300 GPU hours"). A paper that discusses its
 # training cost or hardware without ever stating the dollars or the hours does not answer such a question.
-Measure = Literal["money", "duration", "size", "tokens", ""]
+Measure = Literal["money", "duration", "size", ""]
 _MONEY_Q = re.compile(
     r"\b(?:money|dollars?|USD|cents|wages?|salar(?:y|ies)|hourly\s+rate)\b|\$|"
     r"\bhow\s+much\b[^?]*\b(?:paid|pay|cost|costs|charged?|spend|spent)\b|\bwhat\b[^?]*\b(?:rate|price|amount)\b[^?]*\bpaid\b",
@@ -85,7 +85,6 @@ _DURATION_Q = re.compile(
 )
 _SIZE_Q = re.compile(r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:parameters|params|tokens)\b|\bparameter\s+counts?\b|\bon\s+how\s+many\s+tokens\b", re.I)
 _SIZE = re.compile(r"\b\d[\d,.]*\s?(?:[KMBT]\b|million|billion|trillion)|\b\d[\d,.]*\s+(?:\w+\s+)?(?:parameters|params|tokens)\b", re.I)
-_TOKENS = re.compile(r"\b\d[\d,.]*\s?(?:[KMBT]\b|million|billion|trillion)?\s*(?:\w+\s+)?tokens\b|\b\d[\d,.]*\s?T\b", re.I)
 _MONEY = re.compile(r"(?:US\$|\$|USD|€|£)\s?\d|\d[\d,.]*\s?(?:[kKM]\s?)?(?:\$|USD|dollars?|cents?|€|£|euros?)", re.I)
 _DURATION = re.compile(
     r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|half an?)"
@@ -161,15 +160,13 @@ def states_setting(key: str, sentence: str) -> bool:
 
 def measure_asked(question: str) -> Measure:
     """'money' when the question asks for an amount of money, 'duration' when it asks how long something took
-    ("how many GPU hours", "for how many days"), 'size' when it asks how many parameters, 'tokens' how many tokens,
-    else ''."""
+    ("how many GPU hours", "for how many days"), 'size' when it asks how many parameters or tokens, else ''."""
     if _MONEY_Q.search(question):
         return "money"
     if _DURATION_Q.search(question):
         return "duration"
-    m = _SIZE_Q.search(question)
-    if m:
-        return "tokens" if "token" in m.group(0).lower() else "size"
+    if _SIZE_Q.search(question):
+        return "size"
     return ""
 
 
@@ -182,8 +179,6 @@ def states(measure: Measure, sentence: str) -> bool:
         return bool(_DURATION.search(sentence))
     if measure == "size":
         return bool(_SIZE.search(sentence))
-    if measure == "tokens":  # a count of tokens, not of parameters ("200B total parameters" is not "1.8T tokens")
-        return bool(_TOKENS.search(sentence))
     return True
 _COLOURS = re.compile(r"\b(?:red|green|blue|yellow|orange|purple|pink|grey|gray|black|white|brown|violet|cyan|magenta)\b", re.I)
 _SENTENCE_STARTERS = frozenset(
