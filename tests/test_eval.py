@@ -56,6 +56,7 @@ def test_evidence_quoted_reads_the_paper_words() -> None:
     other = 'The paper says (p. 3): "We add a hint to the prompt." [1] It also notes (p. 4): "we do not include the hint in its corresponding prompt, as if" [1]'
     assert M.evidence_first(other, evidence)[0] == 0.0 and M.evidence_quoted(other, evidence)[0] == 1.0
     assert M.evidence_first("I cannot answer this from the available sources.", evidence)[0] == 0.0
+    assert not M.quotes_evidence("the hint.", evidence)  # a fragment of three words is not the evidence
 
 
 def test_malformed_set_lines_are_reported(tmp_path: Path) -> None:

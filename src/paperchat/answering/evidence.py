@@ -84,6 +84,9 @@ def mentioned(name: str, text: str) -> bool:
     ("BERT" is not in "RoBERTa") or as its tail ("BERT" is not "Sentence-BERT"); a hyphenated name also with a space
     ("Primer EZ") or by the name in it ("reward-versus-KL": "KL"), its acronym written out ("masked-LM": "masked
     language modeling")."""
+    if " " in name:  # a name of several words ("Chain of Thought"): also hyphenated or with a bracket ("Transformer (big)")
+        body = r"[\s(-]*".join(re.escape(p.lower()) for p in name.split())
+        return re.search(rf"(?<![\w-]){body}s?(?!\w)", text) is not None
     parts = name.split("-")
     body = r"[\s-]?".join(re.escape(p.lower()) for p in parts)  # "Primer-EZ": also "primer ez"
     if re.search(rf"(?<![\w-]){body}s?(?!\w)", text) is not None:

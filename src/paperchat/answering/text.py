@@ -100,19 +100,18 @@ _DURATION = re.compile(
 # 1e-5"), or a number just before it ("0.1 dropout"); an optimizer by its name ("the RMSprop optimizer"). A paper that
 # describes its training without the learning rate does not answer "what learning rate".
 _SETTINGS: dict[str, tuple[str, str]] = {  # key: (how a question names it, how a passage names it)
-    "learning rate": (r"learning[\s-]rates?|\blr\b", r"learning[\s_-]*rates?|\blr\b"),
+    "learning rate": (r"learning[\s-]rates?|\blr", r"learning[\s_-]*rates?|\blr\b|\u03b7|step[\s_-]*size"),
     "dropout": (r"dropout(?:\s+rates?)?", r"dropout"),
     "temperature": (r"temperatures?", r"temperature|\u03c4"),
     "weight decay": (r"weight[\s-]decay", r"weight[\s_-]*decay"),
-    "warm-up": (r"warm-?up(?:\s+steps|\s+schedule)?", r"warm[\s_-]*up"),
-    "batch size": (r"(?:mini-?)?batch[\s-]sizes?", r"batch(?:[\s_-]*sizes?|es\s+of)|mini-?batch"),
-    "dimensionality": (r"dimension(?:ality|s)?", r"dimension(?:ality|s)?|\bd_?model\b|\bdim\b"),
+    "warm-up": (r"warm-?up(?:\s+steps)?", r"warm[\s_-]*up"),
+    "batch size": (r"(?:mini-?)?batch[\s-]sizes?", r"batch(?:es)?\b|batch[\s_-]*sizes?|\bbs\b"),
+    "dimensionality": (r"dimensionality", r"dimension(?:ality|s|al)?|\bd_?model\b|\bdim\b|\bd\s*="),
     "window": (r"window(?:\s+sizes?)?", r"window"),
-    "margin": (r"margins?", r"margin"),
     "threshold": (r"thresholds?", r"threshold"),
-    "clipping": (r"clipping(?:\s+(?:parameter|range|ratio|bounds?))?|clip\s+(?:range|ratio|bounds?)|\u03b5|epsilon", r"clip\w*|\u03b5|\u03f5|epsilon"),
+    "clipping": (r"clipping(?:\s+(?:parameter|range|ratio|bounds?))?|clip\s+(?:range|ratio|bounds?)", r"clip\w*|\u03b5|epsilon"),
+    "epsilon": (r"\u03b5|epsilon", r"\u03b5|epsilon|clip\w*"),
     "top-p": (r"top-?p", r"top[\s_-]*p|nucleus"),
-    "top-k": (r"top-?k", r"top[\s_-]*k"),
     "beam size": (r"beam\s+(?:sizes?|widths?)", r"beam"),
     "scaling factor": (r"scaling\s+factors?", r"scal\w+|alpha|\u03b1"),
     "optimizer": (r"optimi[sz]ers?", ""),
@@ -122,22 +121,30 @@ _SETTINGS: dict[str, tuple[str, str]] = {  # key: (how a question names it, how 
     "alpha": (r"\u03b1|alpha", r"alpha|\u03b1"),
     "beta": (r"\u03b2|beta", r"beta|\u03b2"),
 }
+# what follows a setting's name when the question asks about something else ("what learning rate *schedule*", "what
+# temperature *scaling method*"); words between "what" and the name that make it another question ("what *happens
+# when the* temperature ...", "which layers *does* dropout apply to")
+_NOT_VALUE = r"(?!\w|[\s-]+(?:schedul\w*|method|strategy|strategies|technique|accuracy|scaling|loss|reduction|decay|annealing|search|policy|type|kind))"
+_NOT_GAP = r"(?!(?:happens?|does|do|did|when|if|would|could|can|should|how|why|and|or)\b)"
 _SETTING_Q = re.compile(
-    r"\b(?:what|which)\s+(?:(?:numerical|exact|specific|default)\s+)?(?:values?\s+(?:of|for)\s+(?:the\s+)?)?(?:[\w-]+[\s-]+){0,3}?(?:"
+    r"\b(?:what|which)\s+(?:(?:numerical|exact|specific|default)\s+)?(?:values?\s+(?:of|for)\s+(?:the\s+)?)?(?:" + _NOT_GAP + r"[\w-]+\s+){0,3}?(?:"
     + "|".join(q for q, _ in _SETTINGS.values())
-    + ")",
+    + ")" + _NOT_VALUE,
     re.I,
 )
-_SETTING_VALUE = r"(?:\d[\d.,]*(?:e-?\d+)?|zero|one|two|three|four|five|ten)"
+SETTING_REACH = 80  # characters after a setting's name in which its value may stand
+_SETTING_VALUE = r"(?:\d[\d.,]*(?:e-?\d+)?|\b(?:zero|one|two|three|four|five|ten)\b)"
+_VALUE_BEFORE = re.compile(r"\d[\d.,]*[kKM]?(?:-|\s+)(?:[A-Za-z]+\s+){0,2}$")  # "0.1 dropout", "768-dimensional", "4096 tokens per batch"
 _OPTIMIZERS = re.compile(r"\b(?:adam\w*|sgd|adafactor|rmsprop|adagrad|lion|lamb|momentum|gradient descent)\b", re.I)
 
 
 def settings_asked(question: str) -> tuple[str, ...]:
     """The named settings whose value the question asks for ("What optimizer, learning rate and batch size ...":
-    all three); () when it asks for no setting's value."""
+    all three); () when it asks for no setting's value ("What learning rate schedule ...", "What happens when the
+    temperature is raised?")."""
     if not _SETTING_Q.search(question):
         return ()
-    return tuple(k for k, (q, _) in _SETTINGS.items() if re.search(rf"\b(?:{q})", question, re.I))
+    return tuple(k for k, (q, _) in _SETTINGS.items() if re.search(rf"\b(?:{q}){_NOT_VALUE}", question, re.I))
 
 
 def names_setting(key: str, sentence: str) -> bool:
@@ -148,12 +155,13 @@ def names_setting(key: str, sentence: str) -> bool:
 
 
 def states_setting(key: str, sentence: str) -> bool:
-    """Whether the sentence gives a value of the setting (`settings_asked`): its name with a number within 60
-    characters after it or right before it; an optimizer by its name."""
+    """Whether the sentence gives a value of the setting (`settings_asked`): its name with a number within
+    SETTING_REACH characters after it, or a number at most two words before it ("0.1 dropout", "768-dimensional",
+    "4096 tokens per batch"); an optimizer by its name."""
     if key == "optimizer":
         return bool(_OPTIMIZERS.search(sentence))
     for m in re.finditer(_SETTINGS[key][1], sentence, re.I):
-        if re.search(_SETTING_VALUE, sentence[m.end() : m.end() + 60]) or re.search(rf"{_SETTING_VALUE}\s*$", sentence[max(0, m.start() - 25) : m.start()]):
+        if re.search(_SETTING_VALUE, sentence[m.end() : m.end() + SETTING_REACH]) or _VALUE_BEFORE.search(sentence[max(0, m.start() - 30) : m.start()]):
             return True
     return False
 
@@ -267,9 +275,12 @@ def asked_words(question: str) -> list[str]:
 def question_names(question: str) -> list[str]:
     """The names a question gives: "MS MARCO", "TAS-B", "GPT-4"; of "BERT-sized" only "BERT"; "Primer-EZ" whole."""
     out: list[str] = []
-    for i, w in enumerate(re.findall(r"[A-Za-z][\w-]*", question)):
+    for i, m in enumerate(re.finditer(r"[A-Za-z][\w-]*", question)):
+        w = m.group(0)
         if i == 0 and w in _SENTENCE_STARTERS:
             continue
+        if m.start() > 0 and question[m.start() - 1] in "-.":
+            continue  # the tail of a compound that starts with a number ("Qwen2/2.5-VL": "VL" is not a name of its own)
         parts = [p for p in w.split("-") if p]
         if len(parts) == 1:
             out += [w] if name_like(w) else []
@@ -287,10 +298,26 @@ def question_names(question: str) -> list[str]:
 _TITLE_PHRASE = re.compile(r"(?<=[a-z,;:(]\s)(?:[A-Z][a-z]+|[A-Z][a-z]+[A-Z][a-z]+)(?:\s(?:of\s|for\s)?[A-Z][a-z]+)+\b")
 
 
+# Capitalised words that make no name together ("Proposed Method", "Base Model", "Exact Match", "Limitations Section").
+_GENERIC_CAPS = frozenset(
+    """proposed method methods model models base large small exact match section limitations results result table figure
+    appendix paper approach dataset data training test baseline baselines experiment experiments analysis study main
+    final overall new our their score scores task tasks setting settings""".split()
+)
+
+
 def title_phrases(question: str) -> list[str]:
     """The names of several capitalised words a question gives, after its first word ("What System Usability
-    Scale score ..." gives "System Usability Scale"); a phrase of sentence openers only is not one."""
-    return [m.group(0) for m in _TITLE_PHRASE.finditer(question) if not set(m.group(0).split()) <= _SENTENCE_STARTERS]
+    Scale score ..." gives "System Usability Scale"); none in a question written in title case, and a phrase of
+    sentence openers or generic words only ("Proposed Method") is not one."""
+    words = re.findall(r"[A-Za-z]+", question)
+    if words and sum(w[0].isupper() for w in words) > len(words) / 2:
+        return []
+    return [
+        m.group(0)
+        for m in _TITLE_PHRASE.finditer(question)
+        if not set(m.group(0).split()) <= _SENTENCE_STARTERS and not {w.lower() for w in m.group(0).split()} <= _GENERIC_CAPS
+    ]
 
 
 def name_like(word: str) -> bool:

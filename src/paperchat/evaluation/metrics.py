@@ -143,15 +143,15 @@ def _words(text: str) -> list[str]:
 
 def quotes_evidence(sentence: str, evidence: str) -> bool:
     """Whether a quoted sentence is (part of) the question's evidence quote: they share a verbatim run of at
-    least 8 words, or half the evidence's words, or the whole sentence (after normalisation: case, spacing,
-    "cor- pus" breaks). The gold answer's own words often differ from the paper's ("No; the hint is left out"
+    least 8 words, or of half the evidence's words (at least 4), or the whole sentence when it has 4 words or more
+    (after normalisation: case, spacing, "cor- pus" breaks). The gold answer's own words often differ from the paper's ("No; the hint is left out"
     for "we do not include the hint"), so an extractive answer that quotes the evidence is right where `holds`
     cannot see it."""
     ev, got = _words(evidence), _words(sentence)
     if not ev or not got:
         return False
     run = difflib.SequenceMatcher(None, got, ev, autojunk=False).find_longest_match(0, len(got), 0, len(ev)).size
-    return run >= min(8, max(4, len(ev) // 2), len(got))
+    return run >= min(8, max(4, len(ev) // 2), max(4, len(got)))
 
 
 def evidence_first(answer: str, evidence: str) -> Metric:

@@ -101,9 +101,9 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
             put("answer.holds", M.holds(ans.answer, golds))
             if q.scope == "paper":
                 put("answer.holds_first", M.holds_first(ans.answer, golds))
-            if q.scope == "paper" and q.evidence:
-                put("answer.evidence_first", M.evidence_first(ans.answer, q.evidence))
-                put("answer.evidence_quoted", M.evidence_quoted(ans.answer, q.evidence))
+            if q.scope == "paper" and q.evidence:  # a refusal's "nearest passage" is not an answer
+                put("answer.evidence_first", M.evidence_first(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
+                put("answer.evidence_quoted", M.evidence_quoted(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
             if q.scope == "paper":
                 rank, why_rank = M.first_gold_rank(ans.answer, golds)
                 m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
