@@ -83,7 +83,8 @@ def mentioned(name: str, text: str) -> bool:
     also as the head of a hyphenated word ("GPT" of "GPT-4-judged": "GPT-4", "GPT- 4"), never inside a word
     ("BERT" is not in "RoBERTa") or as its tail ("BERT" is not "Sentence-BERT"); a hyphenated name also with a space
     ("Primer EZ") or by the name in it ("reward-versus-KL": "KL"), its acronym written out ("masked-LM": "masked
-    language modeling")."""
+    language modeling"); a bare acronym of 3-6 letters also written out ("NLI": "natural language inference"), and a
+    name of several words also hyphenated or bracketed ("Chain of Thought": "chain-of-thought")."""
     if " " in name:  # a name of several words ("Chain of Thought"): also hyphenated or with a bracket ("Transformer (big)")
         body = r"[\s(-]*".join(re.escape(p.lower()) for p in name.split())
         return re.search(rf"(?<![\w-]){body}s?(?!\w)", text) is not None
@@ -92,6 +93,11 @@ def mentioned(name: str, text: str) -> bool:
     if re.search(rf"(?<![\w-]){body}s?(?!\w)", text) is not None:
         return True
     if len(parts) == 1:
+        # a bare acronym of 3-6 letters written out by initials, each word of 3 letters or more ("NLI": "natural
+        # language inference"); two letters match by chance too often ("LM": "large models")
+        if re.fullmatch(r"[A-Z]{3,6}", name):
+            strict = r"[\s-]+".join(rf"{c}[a-z]{{2,}}" for c in name.lower())
+            return re.search(rf"(?<![\w-]){strict}(?!\w)", text) is not None
         return False
     # a compound with an acronym in it, written out by its initials ("masked-LM": "masked language modeling")
     spelled = r"[\s-]?".join(
