@@ -129,6 +129,8 @@ def test_money_and_duration_questions_and_sentences() -> None:
     assert states("money", "Annotators earned 15-20$ per hour.") and not states("money", "We reduce the search cost by a factor of 6.2X.")
     assert states("duration", "Building the index takes about 8.5 hours on one server.") and states("duration", "trained for one week on a TPU v3-8")
     assert states("duration", "It used roughly 300 GPU hours in total.") and not states("duration", "We train on 8 V100 GPUs with a batch size of 128.")
+    assert measure_asked("How much wall-clock time did the bandit experiments take?") == "duration"
+    assert measure_asked("How much time did the annotators spend per summary?") == "duration"  # time spent, not money
     assert measure_asked("How many parameters does the generator have?") == "size" == measure_asked("On how many tokens was the base model pretrained?")
     assert measure_asked("What is the total parameter count of the model?") == "size"
     assert states("size", "BART-large has 400M parameters.") and states("size", "trained on 1.8T tokens") and states("size", "a 7B model")

@@ -76,11 +76,12 @@ _MONEY_Q = re.compile(
     r"\bhow\s+much\b[^?]*\b(?:paid|pay|cost|costs|charged?|spend|spent)\b|\bwhat\b[^?]*\b(?:rate|price|amount)\b[^?]*\bpaid\b",
     re.I,
 )
+_HOW_MUCH_TIME = r"\bhow\s+much\s+(?:[\w-]+\s+){0,2}?time\b"  # "how much wall-clock time", "how much time did they spend"
 _DURATION_Q = re.compile(
     r"\bhow\s+many\s+(?:\w+[\s-]){0,2}(?:hours|days|weeks|months|minutes|seconds|years)\b|"
     r"\b(?:GPU|TPU|CPU|accelerator|chip)[\s-]?(?:hours|days|time)\b|"
     r"\bhow\s+long\s+(?:did|does|do|had|has|was|were|is)\b(?:\s+\w+){0,6}?\s+(?:take|took|train\w*|run|ran|need|require)\b|"
-    r"\bfor\s+how\s+(?:long|many\s+(?:hours|days|weeks|months))\b",
+    r"\bfor\s+how\s+(?:long|many\s+(?:hours|days|weeks|months))\b|" + _HOW_MUCH_TIME,
     re.I,
 )
 _SIZE_Q = re.compile(r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:parameters|params|tokens)\b|\bparameter\s+counts?\b|\bon\s+how\s+many\s+tokens\b", re.I)
@@ -169,7 +170,7 @@ def states_setting(key: str, sentence: str) -> bool:
 def measure_asked(question: str) -> Measure:
     """'money' when the question asks for an amount of money, 'duration' when it asks how long something took
     ("how many GPU hours", "for how many days"), 'size' when it asks how many parameters or tokens, else ''."""
-    if _MONEY_Q.search(question):
+    if _MONEY_Q.search(question) and not re.search(_HOW_MUCH_TIME, question, re.I):
         return "money"
     if _DURATION_Q.search(question):
         return "duration"
