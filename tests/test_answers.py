@@ -350,6 +350,16 @@ def test_refusal_for_a_missing_setting_shows_where_the_paper_speaks_of_it() -> N
     assert not rule.refuse(read(reading.focus, reading.ranked, reading.candidates, stated))
 
 
+def test_setting_question_quotes_the_sentence_that_gives_it(qa: QA) -> None:
+    """A question asking a setting's value favours sentences that give one: eval/askpdf_val.jsonl val-1706.03762-1 (beam
+    width and length penalty for constituency parsing) quoted the sentence on tuning "beam size" on the development set,
+    and not the one with the values, until the sentences that give a value of the asked setting gained."""
+    ans = qa.ask("For English constituency parsing, what beam width and length-penalty \u03b1 were used at inference time?", Scope.for_paper("1706.03762"), k=10)
+    assert not ans.abstained and "beam size of 21 and \u03b1 = 0.3" in ans.answer
+    ans = qa.ask("What learning rate and optimizer were used to train the dense retriever?", Scope.for_paper("2004.04906"), k=10)
+    assert "learning rate of 10" in _first_quote(ans.answer)
+
+
 def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
     """eval/askpdf_abstain_tune.jsonl abst-2005.11401-2: RAG describes its end-to-end fine-tuning but gives no learning
     rate or batch size for it; refused, naming what is missing. DPR states its batch size (askpdf_dev pdf-2004.04906-1):

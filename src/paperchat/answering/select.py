@@ -6,7 +6,8 @@ Each candidate sentence is scored by
 - the same words in its neighbouring sentences, a little (an answer sentence often leaves its subject to
   the sentence before);
 - its MiniLM similarity to the question (answers put in other words), when an embedder is given;
-- whether it holds the kind of thing asked for (a number for "how many", a name for "which model");
+- whether it holds the kind of thing asked for (a number for "how many", a name for "which model"), and for a
+  question asking a setting's value ("what learning rate"), whether it gives one;
 - the rank retrieval gave its passage, a little.
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from paperchat.answering.text import Candidate, Focus, satisfies
+from paperchat.answering.text import Candidate, Focus, satisfies, states_setting
 
 if TYPE_CHECKING:
     from paperchat.providers.embedders import Embedder
@@ -39,6 +40,7 @@ class Weights:
     misfit: float = -0.4
     rank: float = 0.15
     fragment: float = -0.15
+    setting: float = 0.5  # "what learning rate ...": a sentence that gives a value of the setting asked (text.states_setting)
 
 
 @dataclass
@@ -99,6 +101,7 @@ def rank(
             + (weights.misfit if not fits else 0.0)
             + weights.rank / c.n
             + (weights.fragment if c.fragment else 0.0)
+            + (weights.setting if focus.settings and any(states_setting(k, c.text) for k in focus.settings) else 0.0)
         )
         out.append(Scored(c, score, lex[i], ctx[i], cos[i], fits))
     out.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
