@@ -103,9 +103,9 @@ def test_broken_pdf_corpus_in_one_batch(hashing_library: Library, five_pdfs: lis
 @pytest.mark.slow  # a 4 s parser limit by design
 def test_parser_time_limit_stops_a_slow_file(hashing_library: Library, tmp_path: Path, five_pdfs: list[Path]) -> None:
     library = hashing_library
-    # about 8 s of parsing on a quiet machine; a real 19-page paper takes about 0.6 s, so a 4 s limit
-    # separates them with room for a loaded machine
-    slow = make_pdf(tmp_path / "slow.pdf", [f"Page {i}: " + "words of a long book " * 30 for i in range(6000)])
+    # about 10 s of pypdf on a quiet AMX Xeon (18 MB; 6,000 shorter pages took 4.3 s there, too close to the limit:
+    # CI once parsed them in time); a real 19-page paper takes about 0.6 s, so a 4 s limit separates them
+    slow = make_pdf(tmp_path / "slow.pdf", [f"Page {i}: " + "words of a long book " * 120 for i in range(6000)])
     library.settings.max_pdf_pages = 10_000
     library.settings.max_pdf_mb = 20
     library.settings.pdf_timeout_s = 4.0
@@ -115,6 +115,32 @@ def test_parser_time_limit_stops_a_slow_file(hashing_library: Library, tmp_path:
     reasons = {Path(f.source).name: f.reason for f in rep.failed}
     assert "longer than 4 s" in reasons["slow.pdf"] and len(rep.failed) == 1, reasons
     assert rep.papers == 1  # the next file was still ingested
+
+
+def test_a_paper_longer_than_chromas_batch_is_stored_whole_or_not_at_all(hashing_library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma refuses one call of more than 5,461 rows: a 6,000-chunk paper is written in pages, and a page that fails
+    takes the pages written before it away again (CI once parsed a 6,000-page PDF and could not store it)."""
+    from paperchat.store import StoredChunk
+
+    store = hashing_library.store
+    chunks = [StoredChunk(id=f"big-{i}", paper_id="big", kind="pdf", text=f"chunk {i} of a long book", page=1 + i // 10, start=0, end=24) for i in range(6000)]
+    vectors = hashing_library.embedder.embed([c.text for c in chunks])
+    real = store.collection.upsert
+    calls = {"n": 0}
+
+    def failing(**kw: object) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        real(**kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.collection, "upsert", failing)
+    with pytest.raises(RuntimeError):
+        store.upsert(chunks, vectors)
+    assert calls["n"] == 2 and store.count() == 0  # the first page was taken away again
+    monkeypatch.setattr(store.collection, "upsert", real)
+    store.upsert(chunks, vectors)
+    assert store.count() == 6000 and len(store.existing_ids([c.id for c in chunks])) == 6000
 
 
 def test_bad_metadata_sidecars(hashing_library: Library, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ times), and because changing the topic rules then only rewrites metadata, never 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import os
@@ -367,15 +368,29 @@ class VectorStore:
     # -- writes -------------------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
-        """Write chunks with their vectors (row-aligned); a chunk id already stored is overwritten."""
+        """Write chunks with their vectors (row-aligned); a chunk id already stored is overwritten.
+
+        Chroma refuses a call of more than its max batch size (5,461 here), so a long PDF is written in pages of
+        _GET_PAGE; when a page fails, the ids written by the earlier pages of this call are deleted again (callers
+        pass new chunks only), so a failed write leaves no half of a paper behind."""
         if not chunks:
             return
-        self.collection.upsert(
-            ids=[c.id for c in chunks],
-            embeddings=vectors,
-            documents=[c.text for c in chunks],
-            metadatas=[_metadata(c) for c in chunks],
-        )
+        written: list[str] = []
+        try:
+            for i in range(0, len(chunks), _GET_PAGE):
+                page = chunks[i : i + _GET_PAGE]
+                self.collection.upsert(
+                    ids=[c.id for c in page],
+                    embeddings=vectors[i : i + _GET_PAGE],
+                    documents=[c.text for c in page],
+                    metadatas=[_metadata(c) for c in page],
+                )
+                written += [c.id for c in page]
+        except Exception:
+            if written:
+                with contextlib.suppress(Exception):  # the original error is the one to report
+                    self.delete(written)
+            raise
 
     def set_topic_flags(self, memberships: Mapping[str, Collection[str]], slugs: Sequence[str]) -> int:
         """Flag every chunk with its paper's topics (paper id -> topic slugs; a paper not listed has none).
