@@ -309,6 +309,8 @@ def test_setting_values_asked_and_stated() -> None:
     assert settings_asked("At what sampling temperature were rationales generated?") == ("temperature",)
     assert settings_asked("What numerical value of the PPO clipping parameter \u03b5 was used?") == ("clipping", "epsilon")
     assert settings_asked("What is the learning rate used for fine-tuning?") == ("learning rate",)
+    assert settings_asked("What outer-loop step size was used on Omniglot?") == ("learning rate",)  # a step size is one
+    assert settings_asked("By what step size did accuracy grow?") == ()
     # a setting named but not its value asked (found in review: each was refused)
     for q in ("In which part of the network is dropout applied, and why?", "What learning rate schedule is used?",
               "By what margin does DPR outperform BM25?", "What is the top-k retrieval accuracy?", "Which layers does dropout apply to?",

@@ -101,7 +101,7 @@ _DURATION = re.compile(
 # 1e-5"), or a number just before it ("0.1 dropout"); an optimizer by its name ("the RMSprop optimizer"). A paper that
 # describes its training without the learning rate does not answer "what learning rate".
 _SETTINGS: dict[str, tuple[str, str]] = {  # key: (how a question names it, how a passage names it)
-    "learning rate": (r"learning[\s-]rates?|\blr", r"learning[\s_-]*rates?|\blr\b|\u03b7|step[\s_-]*size"),
+    "learning rate": (r"learning[\s-]rates?|\blr|step[\s-]sizes?", r"learning[\s_-]*rates?|\blr\b|\u03b7|step[\s_-]*size"),
     "dropout": (r"dropout(?:\s+rates?)?", r"dropout"),
     "temperature": (r"temperatures?", r"temperature|\u03c4"),
     "weight decay": (r"weight[\s-]decay", r"weight[\s_-]*decay"),
@@ -128,7 +128,7 @@ _SETTINGS: dict[str, tuple[str, str]] = {  # key: (how a question names it, how 
 _NOT_VALUE = r"(?!\w|[\s-]+(?:schedul\w*|method|strategy|strategies|technique|accuracy|scaling|loss|reduction|decay|annealing|search|policy|type|kind))"
 _NOT_GAP = r"(?!(?:happens?|does|do|did|when|if|would|could|can|should|how|why|and|or)\b)"
 _SETTING_Q = re.compile(
-    r"\b(?:what|which)\s+(?:(?:numerical|exact|specific|default)\s+)?(?:values?\s+(?:of|for)\s+(?:the\s+)?)?(?:" + _NOT_GAP + r"[\w-]+\s+){0,3}?(?:"
+    r"(?<!by )\b(?:what|which)\s+(?:(?:numerical|exact|specific|default)\s+)?(?:values?\s+(?:of|for)\s+(?:the\s+)?)?(?:" + _NOT_GAP + r"[\w-]+\s+){0,3}?(?:"
     + "|".join(q for q, _ in _SETTINGS.values())
     + ")" + _NOT_VALUE,
     re.I,
