@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, names_setting, states, states_setting, written_out
+from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, names_setting, states, written_out
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -96,8 +96,7 @@ def mentioned(name: str, text: str) -> bool:
         # a bare acronym of 3-6 letters written out by initials, each word of 3 letters or more ("NLI": "natural
         # language inference"); two letters match by chance too often ("LM": "large models")
         if re.fullmatch(r"[A-Z]{3,6}", name):
-            strict = r"[\s-]+".join(rf"{c}[a-z]{{2,}}" for c in name.lower())
-            return re.search(rf"(?<![\w-]){strict}(?!\w)", text) is not None
+            return re.search(rf"(?<![\w-]){written_out(name, min_letters=3)}(?!\w)", text) is not None
         return False
     # a compound with an acronym in it, written out by its initials ("masked-LM": "masked language modeling")
     spelled = r"[\s-]?".join(
@@ -130,7 +129,7 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     best = head[0]
     counted = not focus.counted or any(s.cand.counted & focus.counted for s in ranked[:TOP])
     measured = not focus.measure or any(states(focus.measure, s.text) for s in ranked[:TOP])
-    set_value = not focus.settings or any(states_setting(k, s.text) for k in focus.settings for s in ranked[:SETTING_TOP])
+    set_value = not focus.settings or any(s.gives_setting for s in ranked[:SETTING_TOP])
     near = next((s for s in ranked[:SETTING_TOP] if any(names_setting(k, s.text) for k in focus.settings)), None)
     return Evidence(
         round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure,
@@ -176,10 +175,10 @@ class Refusal:
         """The reason shown with the cannot-answer text."""
         if self.names and ev.missing_names:
             return f"the sources never mention {' '.join(ev.missing_names)}"
-        if self.settings and not ev.set_value and not (self.measures and not ev.measured):
-            return f"no passage gives the {' or '.join(ev.settings)} used"
         if self.measures and not ev.measured:
             return {"money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens"}.get(ev.measure, "no passage states how long it took")
+        if self.settings and not ev.set_value:
+            return f"no passage gives the {' or '.join(ev.settings)} used"
         return "no passage says it"
 
 

@@ -53,6 +53,7 @@ class Scored:
     context: float
     cosine: float
     fits: bool
+    gives_setting: bool = False  # it gives a value of a setting the question asks for (text.states_setting)
 
     @property
     def text(self) -> str:
@@ -92,6 +93,7 @@ def rank(
     out: list[Scored] = []
     for i, c in enumerate(cands):
         fits = satisfies(focus.kind, c.text, known | frozenset(focus.names))
+        gives = bool(focus.settings) and any(states_setting(k, c.text) for k in focus.settings)
         score = (
             weights.lexical * lex[i]
             + weights.context * ctx[i]
@@ -101,8 +103,8 @@ def rank(
             + (weights.misfit if not fits else 0.0)
             + weights.rank / c.n
             + (weights.fragment if c.fragment else 0.0)
-            + (weights.setting if focus.settings and any(states_setting(k, c.text) for k in focus.settings) else 0.0)
+            + (weights.setting if gives else 0.0)
         )
-        out.append(Scored(c, score, lex[i], ctx[i], cos[i], fits))
+        out.append(Scored(c, score, lex[i], ctx[i], cos[i], fits, gives))
     out.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
     return out

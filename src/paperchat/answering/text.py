@@ -331,10 +331,10 @@ def _is_name(word: str) -> bool:
     return name_like(word) or ("-" in word and any(name_like(p) for p in word.split("-") if p))
 
 
-def written_out(acronym: str) -> str:
-    """A regex (lower case) for an acronym written out by its initials: "LM" -> "language model(ing)", "RL" ->
-    "reinforcement learning"."""
-    return r"[\s-]+".join(rf"{c}[a-z]*" for c in acronym.lower())
+def written_out(acronym: str, min_letters: int = 1) -> str:
+    """A regex (lower case) for an acronym written out by its initials, each word of at least `min_letters` letters:
+    "LM" -> "language model(ing)", "RL" -> "reinforcement learning"."""
+    return r"[\s-]+".join(rf"{c}[a-z]{{{min_letters - 1},}}" for c in acronym.lower())
 
 
 _CONTRIBUTION = re.compile(
@@ -534,9 +534,10 @@ def strip_plot(sentence: str) -> str:
     ANCE Figure 4: Distribution plots ..." -> "Figure 4: Distribution plots ..."): axis ticks and legend words
     before "Figure N:" are dropped when at least three of them, and a fifth, are numbers. The result is a suffix
     of the sentence, so it stays a verbatim quote."""
-    m = next(iter(reversed(list(_CAPTION.finditer(sentence)))), None)
-    if m is None or m.start() == 0:
+    captions = list(_CAPTION.finditer(sentence))
+    if not captions or captions[-1].start() == 0:
         return sentence
+    m = captions[-1]
     words = sentence[: m.start()].split()
     numbers = sum(bool(_NUMBERISH.match(w.strip("[]"))) for w in words)
     return sentence[m.start() :] if numbers >= 3 and numbers >= 0.2 * len(words) else sentence
