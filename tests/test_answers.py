@@ -17,7 +17,8 @@ import pytest
 
 from paperchat.answering import topic_map
 from paperchat.answering.evidence import mentioned
-from paperchat.answering.text import analyse, measure_asked, quotable, satisfies, states, strip_heading, strip_plot, widen
+from paperchat.answering.question import analyse, measure_asked
+from paperchat.answering.text import quotable, satisfies, states, strip_heading, strip_plot, widen
 from paperchat.evaluation import metrics as M
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
@@ -303,7 +304,8 @@ def test_refused_when_no_sentence_states_the_money_or_time_asked() -> None:
 
 
 def test_setting_values_asked_and_stated() -> None:
-    from paperchat.answering.text import settings_asked, states_setting
+    from paperchat.answering.question import settings_asked
+    from paperchat.answering.text import states_setting
 
     assert settings_asked("What optimizer, learning rate and batch size are used by default?") == ("learning rate", "batch size", "optimizer")
     assert settings_asked("At what sampling temperature were rationales generated?") == ("temperature",)
@@ -375,7 +377,7 @@ def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
 def test_a_named_scale_the_paper_never_uses_is_refused(qa: QA) -> None:
     """eval/askpdf_abstain_tune.jsonl abst-2302.07302-2: CiteSee's field study reports no System Usability Scale score;
     the question's name of several capitalised words is looked for in the passages like its acronyms."""
-    from paperchat.answering.text import title_phrases
+    from paperchat.answering.question import title_phrases
 
     assert title_phrases("What System Usability Scale score did the participants give?") == ["System Usability Scale"]
     assert title_phrases("How does it perform on the DeepMind Control Suite?") == ["DeepMind Control Suite"]

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from paperchat.answering.question import Focus, analyse
 from paperchat.answering.select import Scored, Weights, rank
-from paperchat.answering.text import Candidate, Focus, analyse, candidates, names_in
+from paperchat.answering.text import Candidate, candidates, names_in
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 

@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from paperchat.answering.question import ASKED_WEIGHT, Focus, name_like, written_out
 from paperchat.answering.select import Scored, term_weights
-from paperchat.answering.text import ASKED_WEIGHT, Candidate, Focus, name_like, names_setting, states, written_out
+from paperchat.answering.text import Candidate, names_setting, states
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from paperchat.answering.text import Candidate, Focus, satisfies, states_setting
+from paperchat.answering.question import Focus
+from paperchat.answering.text import Candidate, satisfies, states_setting
 
 if TYPE_CHECKING:
     from paperchat.providers.embedders import Embedder

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from paperchat.answering.question import ASKED_WEIGHT, Focus, written_out
 from paperchat.answering.select import Scored
-from paperchat.answering.text import ASKED_WEIGHT, Focus, contribution, problem_statement, says_what_it_does, written_out
+from paperchat.answering.text import contribution, problem_statement, says_what_it_does
 from paperchat.text import STOPWORDS as _STOPWORDS
 from paperchat.types import Source
 
