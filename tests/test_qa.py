@@ -14,7 +14,8 @@ from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.providers.answerers import ExtractiveAnswerer, OpenAIAnswerer
 from paperchat.qa import QA
-from paperchat.retrieval import Retriever, as_langchain_retriever, rewrite_followup
+from paperchat.query import rewrite_followup
+from paperchat.retrieval import Retriever, as_langchain_retriever
 from paperchat.text import Tokenizer
 from paperchat.types import Answer, Scope, Source
 

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from paperchat.errors import ConfigError, NotFound
+from paperchat.fields import TitleField
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
 from paperchat.qa import QA
-from paperchat.retrieval import Retriever, TitleField, aspects
+from paperchat.query import aspects
+from paperchat.retrieval import Retriever
 from paperchat.types import Scope
 
 from .corpus import PAPER_ID, PAPER_QUESTIONS

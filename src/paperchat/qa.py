@@ -17,7 +17,8 @@ from paperchat.library import Library
 from paperchat.passages import in_context, page_text
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
-from paperchat.retrieval import Retriever, rewrite_followup
+from paperchat.query import rewrite_followup
+from paperchat.retrieval import Retriever
 from paperchat.types import Answer, Hit, Scope, Source
 
 log = logging.getLogger(__name__)

@@ -10,22 +10,19 @@ tell its pages apart are exact ones (names, numbers, settings).
 
 from __future__ import annotations
 
-import math
-import os
-import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from paperchat.fields import SentenceWindows, TitleField
 from paperchat.library import Library
+from paperchat.query import aspects
 from paperchat.search_index import SearchSnapshot
 from paperchat.settings import RetrievalSettings
 from paperchat.store import date_int
-from paperchat.text import QUESTION_STOPWORDS as _STOP
 from paperchat.types import Chunk, Hit, Scope
 
 
@@ -76,40 +73,6 @@ def _soft_ranks(
     return out
 
 
-_EITHER = re.compile(r"^(?P<head>.+?),?\s+either\s+(?P<a>.+?)\s+or\s+(?P<b>.+)$", re.I)
-_CLAUSES = re.compile(
-    r",\s*(?:and|but|or)\s+|;\s*|\?\s+|\s+and\s+(?=(?:what|which|how|when|where|why|whether|do|does|did|is|are|can|if)\b)", re.I
-)
-_AND = re.compile(r"\s+and\s+", re.I)
-
-
-_GENERIC = frozenset("researchers methods approaches techniques proposed work works systems have has been recent existing ways so".split())
-
-
-def _content_words(text: str) -> list[str]:
-    return [w for w in re.findall(r"[a-z0-9][a-z0-9-]*", text.lower()) if w not in _STOP and w not in _GENERIC and len(w) > 1]
-
-
-def aspects(question: str, max_parts: int = 4) -> list[str]:
-    """The sides of a many-sided question, each searchable on its own; [] for a one-sided question.
-
-    "compressed context for RAG, either as shorter text or as soft embeddings" gives the head with each
-    alternative; "When does X help, and what benchmarks examined Y?" gives its two clauses; "techniques that
-    reduce overthinking and make models produce shorter chains" gives the two sides of the "and" when each
-    has at least two content words. Every part must have two content words; at most `max_parts`.
-    """
-    q = question.strip().rstrip("?").strip()
-    m = _EITHER.match(q)
-    if m:
-        parts = [f"{m['head']} {m['a']}", f"{m['head']} {m['b']}"]
-    else:
-        parts = [c for c in _CLAUSES.split(q) if c and c.strip()]
-        if len(parts) < 2:
-            sides = _AND.split(q)
-            parts = sides if len(sides) >= 2 and all(len(_content_words(x)) >= 2 for x in sides) else []
-    parts = [x.strip(" ,") for x in parts if len(_content_words(x)) >= 2]
-    return parts[:max_parts] if len(parts) >= 2 else []
-
 
 def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: int) -> list[str]:
     """Keep the order, but let no paper hold more than `max_per_paper` slots before every paper had its turn."""
@@ -125,78 +88,6 @@ def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: in
     return first + rest
 
 
-class TitleField:
-    """BM25 over paper titles, as a second field of every chunk: a paper whose title holds the question's
-    words gains on all its chunks (a field weight added to the text's BM25, not a ranking of its own).
-    Built from the catalogue for one search snapshot (32k titles: about a second)."""
-
-    def __init__(self, snapshot: SearchSnapshot, titles: dict[str, str], k1: float = 1.2, b: float = 0.75) -> None:
-        from scipy import sparse
-
-        self.name = snapshot.name
-        papers = sorted(set(snapshot.paper_ids.tolist()))
-        row = {pid: i for i, pid in enumerate(papers)}
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[float] = []
-        lengths = np.zeros(len(papers), dtype=np.float32)
-        for i, pid in enumerate(papers):
-            counts = Counter(snapshot.tokenizer(titles.get(pid, "")))
-            lengths[i] = sum(counts.values())
-            for term, c in counts.items():
-                rows.append(i)
-                cols.append(vocab.setdefault(term, len(vocab)))
-                tfs.append(c)
-        avg = float(lengths.mean()) if len(papers) and lengths.mean() > 0 else 1.0
-        tf = np.asarray(tfs, dtype=np.float32)
-        norm = k1 * (1 - b + b * lengths[np.asarray(rows, dtype=np.int64)] / avg) if rows else np.zeros(0, np.float32)
-        weights = tf * (k1 + 1) / (tf + norm)
-        matrix = sparse.csc_matrix((weights, (rows, cols)), shape=(len(papers), max(1, len(vocab))), dtype=np.float32)
-        df = np.diff(matrix.indptr).astype(np.float32)
-        self.idf = np.log(1 + (len(papers) - df + 0.5) / (df + 0.5))
-        self.matrix = matrix
-        self.vocab = vocab
-        self.chunk_row = np.asarray([row[pid] for pid in snapshot.paper_ids.tolist()], dtype=np.int64)
-
-    def save(self, path: Path) -> None:
-        """Write the field beside the snapshot's other derived data (atomically; other snapshots' files go)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp.npz")
-        terms = sorted(self.vocab, key=self.vocab.__getitem__)
-        np.savez(tmp, data=self.matrix.data, indices=self.matrix.indices, indptr=self.matrix.indptr, shape=np.asarray(self.matrix.shape),
-                 idf=self.idf, chunk_row=self.chunk_row, terms=np.asarray(terms, dtype=object).astype(str))
-        os.replace(tmp, path)
-        for old in path.parent.glob("titles-*.npz"):
-            if old != path:
-                old.unlink(missing_ok=True)
-
-    @classmethod
-    def load(cls, path: Path, snapshot: SearchSnapshot) -> TitleField | None:
-        """The field saved for this snapshot, or None (absent, another snapshot's, or unreadable)."""
-        from scipy import sparse
-
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                shape = tuple(int(x) for x in z["shape"])
-                matrix = sparse.csc_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
-                field = cls.__new__(cls)
-                field.name, field.matrix, field.idf, field.chunk_row = snapshot.name, matrix, z["idf"], z["chunk_row"]
-                field.vocab = {str(t): i for i, t in enumerate(z["terms"])}
-        except Exception:  # absent, truncated (BadZipFile, EOFError), or not ours: built again
-            return None
-        if len(field.chunk_row) != len(snapshot.ids) or len(field.vocab) != shape[1] and field.vocab:
-            return None
-        return field
-
-    def scores(self, query: str, tokenizer: Callable[[str], list[str]]) -> np.ndarray | None:
-        """The title BM25 score of every chunk's paper, per chunk of the snapshot (None: no title word)."""
-        cols = [self.vocab[t] for t in dict.fromkeys(tokenizer(query)) if t in self.vocab]
-        if not cols:
-            return None
-        paper = np.asarray(self.matrix[:, cols] @ self.idf[cols]).ravel()
-        return paper[self.chunk_row]
-
 
 class Retriever:
     """Searches a Library. One instance per process: the embedder and the BM25 index stay loaded."""
@@ -205,7 +96,7 @@ class Retriever:
         self.lib = library
         self.params = params or library.settings.retrieval
         self.last_timings: dict[str, float] = {}
-        self._windows: dict[tuple[str, str], _Windows] = {}
+        self._windows: dict[tuple[str, str], SentenceWindows] = {}
         self._near: dict[tuple[str, str, float], np.ndarray] = {}
         self._titles: TitleField | None = None
 
@@ -312,7 +203,7 @@ class Retriever:
         q = [t for t in dict.fromkeys(lex.tokenizer(query))]
         return windows.rank(q)
 
-    def _paper_windows(self, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> _Windows | None:
+    def _paper_windows(self, paper_id: str, lex: SearchSnapshot, mask: np.ndarray) -> SentenceWindows | None:
         key = (lex.name, paper_id)
         got = self._windows.get(key)
         if got is None:
@@ -320,7 +211,7 @@ class Retriever:
             if not ids:
                 return None
             texts = self.lib.store.get_chunks(ids)
-            got = _Windows.build([(cid, texts[cid].text) for cid in ids if cid in texts], lex.tokenizer)
+            got = SentenceWindows.build([(cid, texts[cid].text) for cid in ids if cid in texts], lex.tokenizer)
             if len(self._windows) >= 16:  # a few papers open at a time
                 self._windows.pop(next(iter(self._windows)))
             self._windows[key] = got
@@ -507,76 +398,6 @@ class Retriever:
         }
         return hits
 
-
-class _Windows:
-    """Sentence pairs of one paper's chunks, tokenised once, for BM25 with the paper's own statistics."""
-
-    K1, B = 1.2, 0.75
-
-    def __init__(self, owner: list[str], tokens: list[dict[str, int]], lengths: np.ndarray) -> None:
-        self.owner = owner
-        self.tokens = tokens
-        self.lengths = lengths
-        self.df: dict[str, int] = {}
-        for toks in tokens:
-            for t in toks:
-                self.df[t] = self.df.get(t, 0) + 1
-
-    @classmethod
-    def build(cls, chunks: Sequence[tuple[str, str]], tokenizer: Callable[[str], list[str]]) -> _Windows:
-        from paperchat.text import split_sentences
-
-        owner: list[str] = []
-        tokens: list[dict[str, int]] = []
-        lengths: list[int] = []
-        for cid, text in chunks:
-            sents = [tokenizer(s) for s in split_sentences(text)] or [tokenizer(text)]
-            for i in range(len(sents)):
-                toks = sents[i] + (sents[i + 1] if i + 1 < len(sents) else [])
-                owner.append(cid)
-                tokens.append(dict(Counter(toks)))
-                lengths.append(len(toks))
-        return cls(owner, tokens, np.asarray(lengths, dtype=np.float32))
-
-    def rank(self, query_terms: Sequence[str]) -> list[str]:
-        n = len(self.tokens)
-        if not n or not query_terms:
-            return []
-        avg = float(self.lengths.mean()) or 1.0
-        scores = np.zeros(n, dtype=np.float32)
-        for t in query_terms:
-            df = self.df.get(t, 0)
-            if not df:
-                continue
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            for i, toks in enumerate(self.tokens):
-                tf = toks.get(t)
-                if tf:
-                    scores[i] += idf * tf * (self.K1 + 1) / (tf + self.K1 * (1 - self.B + self.B * self.lengths[i] / avg))
-        best: dict[str, float] = {}
-        for i in np.flatnonzero(scores > 0).tolist():
-            cid = self.owner[i]
-            if scores[i] > best.get(cid, 0.0):
-                best[cid] = float(scores[i])
-        return sorted(best, key=lambda c: -best[c])
-
-
-_PRONOUN = re.compile(r"\b(they|them|their|it|its|this|that|these|those|he|she|the paper|the method|the model|the authors|the approach)\b", re.I)
-
-
-def rewrite_followup(question: str, history: Sequence[str]) -> str:
-    """Make a follow-up self-contained without an LLM: when it leans on earlier turns (pronouns, or
-    fewer than four content words), add the content words of the previous question that it lacks."""
-    if not history:
-        return question
-    words = [w for w in re.findall(r"[A-Za-z0-9][\w\-]*", question) if w.lower() not in _STOP]
-    if not _PRONOUN.search(question) and len(words) >= 4:
-        return question
-    prev = history[-1]
-    have = {w.lower() for w in words}
-    extra = [w for w in re.findall(r"[A-Za-z0-9][\w\-]*", prev) if w.lower() not in _STOP and w.lower() not in have]
-    extra = list(dict.fromkeys(extra))
-    return f"{question.rstrip()} ({' '.join(extra)})" if extra else question
 
 
 def as_langchain_retriever(retriever: Retriever, scope: Scope, k: int | None = None) -> Any:
