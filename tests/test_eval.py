@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from paperchat.evaluation import metrics as M
-from paperchat.evaluation.questions import load_set
+from paperchat.errors import ConfigError
+from paperchat.evaluation.questions import load_judgments, load_set
 from paperchat.evaluation.report import write_report
 from paperchat.evaluation.runner import compare, run
 from paperchat.library import Library
@@ -29,6 +30,30 @@ def test_metrics_hand_computed() -> None:
     assert M.page_hit([3, None, 5], [5], 5)[0] == 1.0 and M.page_hit([3], [5], 5)[0] == 0.0
     assert M.evidence_hit(["the corpus is fine here"], "the cor- pus is \ufb01ne", 5)[0] == 1.0
     assert percentile([1, 2, 3, 4, 100], 50) == 3 and percentile([1, 2, 3, 4, 100], 95) == 100
+
+
+def test_judged_precision_hand_computed(tmp_path: Path) -> None:
+    """Gold lists of many-paper questions are a few of the right papers: judged precision reads the graded
+    judgments of the list itself, leaving unjudged papers out and saying how many were judged."""
+    ranked = ["a", "b", "a", "c", "d", "e"]  # distinct: a b c d e
+    judged = {"a": 2, "b": 1, "c": 0, "e": 2, "z": 2}
+    assert M.judged_precision(ranked, judged, 10) == (0.5, "2 of the 4 judged papers in the top 10 relevant")
+    assert M.judged_share(ranked, judged, 10)[0] == pytest.approx(4 / 5)
+    assert M.judged_precision(ranked, judged, 2)[0] == 0.5 and M.judged_share(ranked, judged, 2)[0] == 1.0
+    assert M.judged_precision(["x"], judged, 10)[0] == 0.0 and M.judged_share([], judged, 10)[0] == 0.0
+    good = tmp_path / "j.jsonl"
+    good.write_text('{"id": "q1", "paper": "a", "rel": 2, "why": "proposes it"}\n\n{"id": "q1", "paper": "b", "rel": 0}\n{"id": "q2", "paper": "a", "rel": 1}\n')
+    assert load_judgments([good]) == {"q1": {"a": 2, "b": 0}, "q2": {"a": 1}}
+    for bad, said in (('{"id": "q1", "paper": "a"}', "not a judgment"), ('{"id": "q1", "paper": "a", "rel": 3}', "rel must be 0, 1 or 2"), ("{broken", "not a judgment")):
+        f = tmp_path / "bad.jsonl"
+        f.write_text('{"id": "q1", "paper": "a", "rel": 2}\n' + bad + "\n")
+        with pytest.raises(ConfigError, match=said) as err:
+            load_judgments([f])
+        assert "bad.jsonl:2" in str(err.value)
+    with pytest.raises(ConfigError, match="not found"):
+        load_judgments([tmp_path / "missing.jsonl"])
+    shipped = load_judgments([ROOT / "eval" / "topic_judged.jsonl"])  # the project's own judgments load
+    assert len(shipped) == 30 and sum(len(v) for v in shipped.values()) == 402
 
 
 def test_holds_reads_the_words_not_the_string() -> None:
@@ -109,6 +134,16 @@ def test_demo_set_run_report_and_gate(demo_library: Library, tmp_path: Path) -> 
     assert summary["citations"]["validity"] == 1.0 and summary["run"]["answerer"] == "extractive"
     md, page = write_report(tmp_path / "base")
     assert "Worst questions" in md.read_text() and "<svg" in page.read_text()
+    # graded judgments of one question's list: its first paper relevant, its second not, the rest unjudged
+    row = json.loads((tmp_path / "base" / "results.jsonl").read_text().splitlines()[0])
+    papers = list(dict.fromkeys(s["paper_id"] for s in row["answer"]["sources"]))
+    assert len(papers) >= 3
+    judged_file = tmp_path / "judged.jsonl"
+    judged_file.write_text(json.dumps({"id": row["id"], "paper": papers[0], "rel": 2}) + "\n" + json.dumps({"id": row["id"], "paper": papers[1], "rel": 0}) + "\n")
+    judged = run([qset], settings, None, tmp_path / "judged", judgments=[judged_file])
+    assert judged["retrieval"]["judged_precision@10"] == 0.5 and judged["retrieval"]["judged@10"] == pytest.approx(2 / min(10, len(papers)))
+    assert judged["retrieval"]["recall@10"] == summary["retrieval"]["recall@10"] and summary["retrieval"]["judged_precision@10"] is None
+    assert judged["run"]["judgments_sha256"]["judged.jsonl"]
     refusing = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"abstain_below": 1.01})})
     refused = run([qset], refusing, None, tmp_path / "refused")
     assert refused["retrieval"] == summary["retrieval"] and refused["citations"]["validity"] is None

@@ -19,7 +19,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     # the store the run needs is cached beside the results, so a second run ingests nothing
     settings = settings_from(args, default_data_dir=out.parent / ".store" if out is not None else None)
-    summary = runner.run([Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, None, args.judge)
+    summary = runner.run(
+        [Path(s) for s in args.set], settings, Path(args.data) if args.data else None, out, None, args.judge, [Path(j) for j in args.judgments or []]
+    )
     if out is not None:
         report.write_report(out)
     if args.json:
@@ -130,6 +132,9 @@ def register(sub: Any) -> None:
     er.add_argument("--out", help="results folder")
     er.add_argument("--judge", action="store_true", help="also grade correctness and faithfulness with an LLM (PAPERCHAT_JUDGE)")
     er.add_argument("--json", action="store_true", help="print summary.json")
+    er.add_argument(
+        "--judgments", action="append", help="graded (question, paper) judgments (JSONL, e.g. eval/topic_judged.jsonl): adds judged precision@10; repeatable"
+    )
     er.set_defaults(func=cmd_run)
     rp = ev_sub.add_parser("report", help="write report.md and report.html of a results folder")
     rp.add_argument("folder")

@@ -71,6 +71,26 @@ def recall_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int) -> Metr
     return len(found) / len(gold), f"{len(found)} of {len(gold)} gold papers in the top {k}"
 
 
+def judged_precision(ranked_papers: Sequence[str], judged: dict[str, int], k: int = 10) -> Metric:
+    """Share of the judged papers among the first k distinct retrieved papers that were judged relevant (2): a
+    measure of the whole list, where the gold papers of a many-paper question are only some of the right ones.
+    Papers nobody judged are left out (a condensed list); `judged_share` says how many that was."""
+    top = [p for p in list(dict.fromkeys(ranked_papers))[:k] if p in judged]
+    if not top:
+        return 0.0, f"none of the top {k} papers was judged"
+    good = sum(judged[p] == 2 for p in top)
+    return good / len(top), f"{good} of the {len(top)} judged papers in the top {k} relevant"
+
+
+def judged_share(ranked_papers: Sequence[str], judged: dict[str, int], k: int = 10) -> Metric:
+    """Share of the first k distinct retrieved papers that have a judgment (1.0: `judged_precision` saw them all)."""
+    top = list(dict.fromkeys(ranked_papers))[:k]
+    if not top:
+        return 0.0, "nothing retrieved"
+    n = sum(p in judged for p in top)
+    return n / len(top), f"{n} of the top {len(top)} papers judged"
+
+
 def mrr(ranked_papers: Sequence[str], gold: Sequence[str]) -> Metric:
     """Reciprocal rank of the first gold paper among the distinct retrieved papers."""
     for i, p in enumerate(dict.fromkeys(ranked_papers), start=1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,3 +66,31 @@ def load_set(path: Path) -> tuple[list[Question], list[Failure], str]:
         seen.add(q.id)
         out.append(q)
     return out, bad, sha
+
+
+Judgments = dict[str, dict[str, int]]  # question id -> paper id -> graded relevance (0, 1, 2)
+
+
+def load_judgments(paths: Sequence[Path]) -> Judgments:
+    """Graded relevance judgments of (topic question, paper) pairs (`eval/topic_judged.jsonl`: one
+    {"id", "paper", "rel"} object a line, rel 2 relevant, 1 partly, 0 not). A bad line is an error that names it:
+    a judgment file is written once and read by every run, so it should not degrade quietly."""
+    from paperchat.errors import ConfigError
+
+    out: Judgments = {}
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"judgment file {path} not found", "check the path")
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                qid, paper, rel = str(rec["id"]), str(rec["paper"]), int(rec["rel"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(f"{path}:{lineno}: not a judgment ({exc})", 'each line needs "id", "paper" and "rel" (0, 1 or 2)') from exc
+            if rel not in (0, 1, 2):
+                raise ConfigError(f"{path}:{lineno}: rel must be 0, 1 or 2, not {rel}", "fix the line")
+            out.setdefault(qid, {})[paper] = rel
+    return out
+

@@ -7,6 +7,7 @@ A run writes `results.jsonl` (one record per question: question, answer record, 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import statistics
 import subprocess
@@ -19,7 +20,7 @@ from paperchat import __version__
 from paperchat.assistant import Assistant, Failure, percentile
 from paperchat.errors import ConfigError, PaperchatError
 from paperchat.evaluation import metrics as M
-from paperchat.evaluation.questions import Question, load_set
+from paperchat.evaluation.questions import Question, load_judgments, load_set
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.types import Answer, Scope
 
@@ -69,8 +70,9 @@ def question_scope(assistant: Assistant, q: Question, data: Path | None) -> Scop
     return Scope.for_topic(q.topic)
 
 
-def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, str]]:
-    """Every metric that applies to this question (None where it does not), with reasons."""
+def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tuple[dict[str, float | None], dict[str, str]]:
+    """Every metric that applies to this question (None where it does not), with reasons; `judged` are the
+    question's graded paper judgments, when a judgment file has them."""
     m: dict[str, float | None] = {}
     why: dict[str, str] = {}
 
@@ -83,6 +85,9 @@ def score(q: Question, ans: Answer) -> tuple[dict[str, float | None], dict[str, 
         put("retrieval.recall@10", M.recall_at(ranked, q.gold_papers, 10))
         put("retrieval.mrr", M.mrr(ranked, q.gold_papers))
         put("retrieval.ndcg@10", M.ndcg_at(ranked, q.gold_papers, 10))
+    if judged:
+        put("retrieval.judged_precision@10", M.judged_precision(ranked, judged, 10))
+        put("retrieval.judged@10", M.judged_share(ranked, judged, 10))
     if q.scope == "paper" and not q.unanswerable:
         if q.gold_pages:
             put("retrieval.page_hit@5", M.page_hit([s.page for s in ans.sources], q.gold_pages, 5))
@@ -153,7 +158,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {
         "n": len(rows),
-        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "page_hit@5", "evidence_hit@5")},
+        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "judged_precision@10", "judged@10", "page_hit@5", "evidence_hit@5")},
         "answer": {
             "f1": _mean(rows, "answer.f1"),
             "contains": _mean(rows, "answer.contains"),
@@ -176,8 +181,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out: Path | None = None, answerer: str | None = None, judge: bool = False) -> dict[str, Any]:
-    """Run the sets; returns the summary (and writes the results folder when `out` is given)."""
+def run(
+    sets: Sequence[Path],
+    settings: Settings,
+    data: Path | None = None,
+    out: Path | None = None,
+    answerer: str | None = None,
+    judge: bool = False,
+    judgments: Sequence[Path] = (),
+) -> dict[str, Any]:
+    """Run the sets; returns the summary (and writes the results folder when `out` is given). `judgments` are
+    files of graded (question, paper) judgments (`load_judgments`) for the judged-precision measures."""
+    judged = load_judgments(judgments) if judgments else {}
     questions: list[Question] = []
     malformed: list[Failure] = []
     shas: dict[str, str] = {}
@@ -204,7 +219,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
         try:
             scope = question_scope(assistant, q, data)
             ans = assistant.ask(q.question, scope, k=EVAL_K)
-            metrics, reasons = score(q, ans)
+            metrics, reasons = score(q, ans, judged.get(q.id))
             if q.scope == "topic" and q.gold_papers:  # recall@20: the same retrieval, twenty deep (the answer reads ten)
                 try:
                     deep = [h.chunk.paper_id for h in assistant.search(q.question, scope, 2 * EVAL_K)]
@@ -235,6 +250,7 @@ def run(sets: Sequence[Path], settings: Settings, data: Path | None = None, out:
         "judge": grader.model if grader is not None else None,
         "k": EVAL_K,
         "sets_sha256": shas,
+        "judgments_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in judgments},
         "code_version": code_version(),
         "settings": json.loads(settings.model_dump_json()),
         "malformed_lines": [{"source": f.source, "reason": f.reason} for f in malformed],

@@ -18,15 +18,17 @@ from typing import Any
 
 from paperchat.assistant import Assistant
 from paperchat.evaluation import metrics as M
-from paperchat.evaluation.questions import Question
+from paperchat.evaluation.questions import Judgments, Question
 from paperchat.evaluation.runner import question_scope
 from paperchat.settings import RetrievalSettings
 
 DEPTH = 20  # hits per question: recall@20 needs twenty
 
 
-def retrieval_metrics(assistant: Assistant, params: RetrievalSettings, questions: Sequence[Question], data: Path | None) -> dict[str, dict[str, float]]:
-    """Question id -> retrieval metrics for one parameter set."""
+def retrieval_metrics(
+    assistant: Assistant, params: RetrievalSettings, questions: Sequence[Question], data: Path | None, judged: Judgments | None = None
+) -> dict[str, dict[str, float]]:
+    """Question id -> retrieval metrics for one parameter set (judged precision@10 where `judged` has the question)."""
     search = assistant.searcher(params)
     out: dict[str, dict[str, float]] = {}
     for q in questions:
@@ -40,6 +42,9 @@ def retrieval_metrics(assistant: Assistant, params: RetrievalSettings, questions
             m["recall@10"] = M.recall_at(papers, q.gold_papers, 10)[0]
             m["recall@20"] = M.recall_at(papers, q.gold_papers, 20)[0]
             m["mrr"] = M.mrr(papers[:10], q.gold_papers)[0]
+        if judged and q.id in judged:
+            m["judged_precision@10"] = M.judged_precision(papers, judged[q.id], 10)[0]
+            m["judged@10"] = M.judged_share(papers, judged[q.id], 10)[0]
         if q.scope == "paper":
             if q.gold_pages:
                 m["page_hit@5"] = M.page_hit([h.chunk.page for h in hits], q.gold_pages, 5)[0]
@@ -79,7 +84,9 @@ class Sweep:
     seconds: float = 0.0
 
 
-def run_sweep(assistant: Assistant, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None) -> Sweep:
+def run_sweep(
+    assistant: Assistant, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None, judged: Judgments | None = None
+) -> Sweep:
     """Metrics of every question for every value of one retrieval setting (others as in `base`)."""
     if param not in RetrievalSettings.model_fields:
         raise ValueError(f"unknown retrieval setting {param!r}; one of {', '.join(RetrievalSettings.model_fields)}")
@@ -87,7 +94,7 @@ def run_sweep(assistant: Assistant, base: RetrievalSettings, param: str, values:
     t0 = time.perf_counter()
     for v in values:
         params = base.model_copy(update={param: v})
-        sw.rows[str(v)] = retrieval_metrics(assistant, params, questions, data)
+        sw.rows[str(v)] = retrieval_metrics(assistant, params, questions, data, judged)
     sw.seconds = time.perf_counter() - t0
     return sw
 
@@ -131,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
     import json
 
-    from paperchat.evaluation.questions import load_set
+    from paperchat.evaluation.questions import load_judgments, load_set
     from paperchat.settings import Settings
 
     ap = argparse.ArgumentParser(prog="python -m paperchat.evaluation.sweep", description=__doc__)
@@ -140,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--param", required=True, help="retrieval setting to sweep")
     ap.add_argument("--values", required=True, help="comma-separated values")
     ap.add_argument("--objective", default="recall@10")
-    ap.add_argument("--metrics", default="recall@10,recall@20,mrr,page_hit@5,evidence_hit@5")
+    ap.add_argument("--metrics", default="recall@10,recall@20,mrr,judged_precision@10,judged@10,page_hit@5,evidence_hit@5")
+    ap.add_argument("--judgments", action="append", type=Path, default=[], help="graded (question, paper) judgments (JSONL); repeatable")
     ap.add_argument("--json", type=Path, default=None, help="write per-question rows here")
     args = ap.parse_args(argv)
     settings = Settings()
@@ -155,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if field_type is bool:
         caster = lambda v: v.strip().lower() in ("1", "true", "yes", "on")  # noqa: E731
     values = [caster(v) for v in args.values.split(",")]
-    sw = run_sweep(assistant, settings.retrieval, args.param, values, questions, args.data)
+    sw = run_sweep(assistant, settings.retrieval, args.param, values, questions, args.data, load_judgments(args.judgments) if args.judgments else None)
     metrics = [m for m in args.metrics.split(",") if any(m in r for rows in sw.rows.values() for r in rows.values())]
     groups: dict[str, Callable[[Question], bool]] = {
         "known-item": lambda q: q.kind == "known-item",
