@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paperchat.evaluation import metrics as M
 from paperchat.errors import ConfigError
+from paperchat.evaluation import metrics as M
 from paperchat.evaluation.questions import load_judgments, load_set
 from paperchat.evaluation.report import write_report
 from paperchat.evaluation.runner import compare, run

@@ -21,7 +21,7 @@ from .conftest import make_settings
 from .test_contracts import EmbedderContract
 from .test_onnx_embedder import _abstracts, _questions
 
-# measured on 400 real abstracts (README, "Faster embedding"): bf16 on an AMX Xeon min cosine 0.999977 to the
+# measured on 400 real abstracts (docs/measured.md, "Faster embedding"): bf16 on an AMX Xeon min cosine 0.999977 to the
 # fp32 vectors; fp32 inference (CPUs without bf16) is the fp32 model
 MIN_COS = 0.9995
 

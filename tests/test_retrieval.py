@@ -92,7 +92,7 @@ def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> 
     """Both levers only add rankings: off (0) they change nothing; on, every hit of the plain search that
     keeps its place is scored at least as high, and the results stay inside the scope's rules and window."""
     params = demo_library.settings.retrieval
-    assert params.neighbour_weight == 0  # lost on the halves it was not tuned on (README, Quality)
+    assert params.neighbour_weight == 0  # lost on the halves it was not tuned on (docs/measured.md, Quality)
     params = params.model_copy(update={"aspect_weight": 0.0, "title_weight": 0.0})
     question = "How do retrieval-augmented models handle knowledge conflicts, and which benchmarks test them?"
     scope = Scope.for_topic("rag")

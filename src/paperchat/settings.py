@@ -26,7 +26,7 @@ def _default_topics_file() -> Path:
 
 
 class RetrievalSettings(BaseModel):
-    """Hybrid retrieval knobs: fusion tuned on SciFact train claims, scope knobs on the dev question sets (README, Quality)."""
+    """Hybrid retrieval knobs: fusion tuned on SciFact train claims, scope knobs on the dev question sets (docs/measured.md, Quality)."""
 
     k: int = Field(
         default=10, ge=1, le=50, description="sources offered to the answerer (10: what `eval run` measures, recall@10 and the answers on ten sources)"
@@ -132,7 +132,7 @@ class RetrievalSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    """How answers are composed without an LLM and when they are refused (README, Quality)."""
+    """How answers are composed without an LLM and when they are refused (docs/measured.md, Quality)."""
 
     max_papers: int = Field(default=10, ge=1, le=50, description="topic answers: at most this many papers in the map")
     context_sentences: int = Field(default=2, ge=0, le=5, description="paper answers: sentences of context after the one that holds the answer")

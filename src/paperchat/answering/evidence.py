@@ -19,7 +19,7 @@ or, when turned on, when `asked` is below `answers.refuse_asked_below` (off: it 
 - measured: a question asking for an amount of money ("what did it cost in US dollars", "how much were they paid")
   or a duration ("how many GPU hours", "for how many days") is refused when none of the TOP best sentences states
   one (a currency amount; a number with a time unit). Papers that discuss their compute or annotation without
-  stating the dollars or hours are the commonest unanswerable questions in our sets (README, Quality).
+  stating the dollars or hours are the commonest unanswerable questions in our sets (docs/measured.md, Quality).
 - set_value: a question asking for the value of a named setting ("what learning rate", "at what sampling
   temperature", "which optimizer") is refused when none of the SETTING_TOP best sentences gives one (the setting's
   name with a number by it; an optimizer's name). The next commonest: a paper that describes its training but not

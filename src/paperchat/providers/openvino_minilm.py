@@ -3,7 +3,7 @@
 
 On a CPU with AMX or AVX-512 BF16 the plugin infers in bfloat16 by default: on an AMX Xeon (2 cores) it embeds
 about 3.7x as many abstracts per second as ONNX Runtime fp32, with vectors within cosine 0.99998 of the fp32 ones
-(README, "Faster embedding"); elsewhere it infers in fp32 (about 1.4x ONNX Runtime there). That is inside the
+(docs/measured.md, "Faster embedding"); elsewhere it infers in fp32 (about 1.4x ONNX Runtime there). That is inside the
 tolerance under which ONNX fp32 shares the torch model's store (cosine >= 0.9999, the same ranked top 10 on dev
 questions, tested), so its vectors share that store too: switching to it needs no re-embedding. Tokenization,
 pooling and normalisation are the ONNX embedder's. Where OpenVINO is missing or cannot compile the model, it runs
