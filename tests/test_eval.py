@@ -53,7 +53,7 @@ def test_judged_precision_hand_computed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_judgments([tmp_path / "missing.jsonl"])
     shipped = load_judgments([ROOT / "eval" / "topic_judged.jsonl"])  # the project's own judgments load
-    assert len(shipped) == 30 and sum(len(v) for v in shipped.values()) == 402
+    assert len(shipped) == 30 and sum(len(v) for v in shipped.values()) == 676
 
 
 def test_holds_reads_the_words_not_the_string() -> None:
