@@ -60,6 +60,8 @@ def main() -> None:
                 if q.kind != "multi-paper":
                     continue
                 hits = assistant.search(q.question, question_scope(assistant, q, None), 40)
+                # papers known only as PDFs have no abstract record and are left out of the 20 (w = 0 is then the
+                # retrieval order without them; on the shared sets it gives the same recall as `eval run`)
                 papers = [p for p in dict.fromkeys(h.chunk.paper_id for h in hits) if p in records][:20]
                 scored = [(p, p_yes(cli, server.alias, q.question, records[p]["title"], records[p]["abstract"])) for p in papers]
                 results.setdefault(Path(path).stem, []).append((q.id, scored, q.gold_papers))
@@ -74,8 +76,10 @@ def main() -> None:
                 fused = {p: 1 / (10 + i) + w / (10 + llm_rank[p]) for i, (p, _) in enumerate(scored, start=1)}
                 top = sorted(fused, key=lambda p: -fused[p])[:10]
                 rec.append(M.recall_at(top, gold, 10)[0])
-                prec.append(M.judged_precision(top, judged.get(qid, {}), 10)[0])
-            cells.append(f"{name}: recall@10 {sum(rec) / len(rec):.3f}, judged precision@10 {sum(prec) / len(prec):.3f}")
+                if M.judged_share(top, judged.get(qid, {}), 10)[0] > 0:  # unjudged questions have no precision
+                    prec.append(M.judged_precision(top, judged[qid], 10)[0])
+            judged_part = f"{sum(prec) / len(prec):.3f}" if prec else "-"
+            cells.append(f"{name}: recall@10 {sum(rec) / len(rec):.3f}, judged precision@10 {judged_part}")
         print(f"w={w}: " + "; ".join(cells))
 
 

@@ -44,7 +44,15 @@ def test_judged_precision_hand_computed(tmp_path: Path) -> None:
     good = tmp_path / "j.jsonl"
     good.write_text('{"id": "q1", "paper": "a", "rel": 2, "why": "proposes it"}\n\n{"id": "q1", "paper": "b", "rel": 0}\n{"id": "q2", "paper": "a", "rel": 1}\n')
     assert load_judgments([good]) == {"q1": {"a": 2, "b": 0}, "q2": {"a": 1}}
-    for bad, said in (('{"id": "q1", "paper": "a"}', "not a judgment"), ('{"id": "q1", "paper": "a", "rel": 3}', "rel must be 0, 1 or 2"), ("{broken", "not a judgment")):
+    for bad, said in (
+        ('{"id": "q1", "paper": "a"}', "not a judgment"),
+        ('{"id": "q1", "paper": "b", "rel": 3}', "rel must be 0, 1 or 2"),
+        ('{"id": "q1", "paper": "b", "rel": true}', "rel must be 0, 1 or 2"),
+        ('{"id": "q1", "paper": "b", "rel": 1.5}', "rel must be 0, 1 or 2"),
+        ('{"id": null, "paper": "b", "rel": 1}', "non-empty strings"),
+        ('{"id": "q1", "paper": "a", "rel": 0}', "judged for q1 already at .*bad.jsonl:1"),
+        ("{broken", "not a judgment"),
+    ):
         f = tmp_path / "bad.jsonl"
         f.write_text('{"id": "q1", "paper": "a", "rel": 2}\n' + bad + "\n")
         with pytest.raises(ConfigError, match=said) as err:
@@ -142,11 +150,18 @@ def test_demo_set_run_report_and_gate(demo_library: Library, tmp_path: Path) -> 
     judged_file.write_text(json.dumps({"id": row["id"], "paper": papers[0], "rel": 2}) + "\n" + json.dumps({"id": row["id"], "paper": papers[1], "rel": 0}) + "\n")
     judged = run([qset], settings, None, tmp_path / "judged", judgments=[judged_file])
     assert judged["retrieval"]["judged_precision@10"] == 0.5 and judged["retrieval"]["judged@10"] == pytest.approx(2 / min(10, len(papers)))
+    judged_rows = [json.loads(line) for line in (tmp_path / "judged" / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in judged_rows if "retrieval.judged@10" in r["metrics"]] == [row["id"]]  # unjudged questions: no measure
+    # judged papers none of which was retrieved: nothing to measure, not a precision of 0
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"id": row["id"], "paper": "0000.00000", "rel": 2}) + "\n")
+    unseen = run([qset], settings, None, None, judgments=[elsewhere])
+    assert unseen["retrieval"]["judged@10"] == 0.0 and unseen["retrieval"]["judged_precision@10"] is None
     assert judged["retrieval"]["recall@10"] == summary["retrieval"]["recall@10"] and summary["retrieval"]["judged_precision@10"] is None
     assert judged["run"]["judgments_sha256"]["judged.jsonl"]
     refusing = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"abstain_below": 1.01})})
-    refused = run([qset], refusing, None, tmp_path / "refused")
-    assert refused["retrieval"] == summary["retrieval"] and refused["citations"]["validity"] is None
+    refused = run([qset], refusing, None, tmp_path / "refused", judgments=[judged_file])
+    assert refused["retrieval"] == judged["retrieval"] and refused["citations"]["validity"] is None  # a refusal keeps its sources
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(settings.data_dir), "PAPERCHAT_EMBEDDER": "hashing"}
     r = subprocess.run([sys.executable, "-m", "paperchat.cli", "eval", "compare", str(tmp_path / "base"), str(tmp_path / "refused"),
                         "--fail-under", "retrieval.mrr=0.9", "--fail-under", "citations.validity=1.0"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)

@@ -24,7 +24,7 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves
     also via using use used based paper propose proposed show shows""".split()
 )
-# Question words a follow-up leaves out when it leans on the previous turn (retrieval.rewrite_followup).
+# Question words a follow-up leaves out when it leans on the previous turn (query.rewrite_followup).
 # Kept apart from STOPWORDS: "papers" is in this one only, and most of STOPWORDS would count as content
 # words here; merging them would change which follow-ups get rewritten.
 QUESTION_STOPWORDS = frozenset(

@@ -74,7 +74,8 @@ def recall_at(ranked_papers: Sequence[str], gold: Sequence[str], k: int) -> Metr
 def judged_precision(ranked_papers: Sequence[str], judged: dict[str, int], k: int = 10) -> Metric:
     """Share of the judged papers among the first k distinct retrieved papers that were judged relevant (2): a
     measure of the whole list, where the gold papers of a many-paper question are only some of the right ones.
-    Papers nobody judged are left out (a condensed list); `judged_share` says how many that was."""
+    Papers nobody judged are left out (a condensed list); `judged_share` says how many that was. With no judged
+    paper in the top k there is nothing to measure: callers skip the measure then (`judged_share` is 0)."""
     top = [p for p in list(dict.fromkeys(ranked_papers))[:k] if p in judged]
     if not top:
         return 0.0, f"none of the top {k} papers was judged"

@@ -78,6 +78,7 @@ def load_judgments(paths: Sequence[Path]) -> Judgments:
     from paperchat.errors import ConfigError
 
     out: Judgments = {}
+    where: dict[tuple[str, str], str] = {}
     for path in paths:
         if not path.is_file():
             raise ConfigError(f"judgment file {path} not found", "check the path")
@@ -86,11 +87,17 @@ def load_judgments(paths: Sequence[Path]) -> Judgments:
                 continue
             try:
                 rec = json.loads(line)
-                qid, paper, rel = str(rec["id"]), str(rec["paper"]), int(rec["rel"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                qid, paper, rel = rec["id"], rec["paper"], rec["rel"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise ConfigError(f"{path}:{lineno}: not a judgment ({exc})", 'each line needs "id", "paper" and "rel" (0, 1 or 2)') from exc
-            if rel not in (0, 1, 2):
-                raise ConfigError(f"{path}:{lineno}: rel must be 0, 1 or 2, not {rel}", "fix the line")
-            out.setdefault(qid, {})[paper] = rel
+            if not (isinstance(qid, str) and qid and isinstance(paper, str) and paper):
+                raise ConfigError(f"{path}:{lineno}: not a judgment (id and paper must be non-empty strings)", "fix the line")
+            if isinstance(rel, bool) or rel not in (0, 1, 2):
+                raise ConfigError(f"{path}:{lineno}: rel must be 0, 1 or 2, not {rel!r}", "fix the line")
+            here = f"{path}:{lineno}"
+            if (qid, paper) in where:
+                raise ConfigError(f"{here}: {paper} is judged for {qid} already at {where[qid, paper]}", "keep one judgment per question and paper")
+            where[qid, paper] = here
+            out.setdefault(qid, {})[paper] = int(rel)
     return out
 

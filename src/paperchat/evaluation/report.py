@@ -43,7 +43,7 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         parts = summary.get(group) or {}
         if not parts:
             continue
-        keys = ["retrieval.recall@10", "retrieval.recall@20", "retrieval.judged_precision@10", "retrieval.mrr", "retrieval.page_hit@5", "retrieval.evidence_hit@5", "answer.f1", "answer.accuracy", "citations.precision"]
+        keys = ["retrieval.recall@10", "retrieval.recall@20", "retrieval.judged_precision@10", "retrieval.judged@10", "retrieval.mrr", "retrieval.page_hit@5", "retrieval.evidence_hit@5", "answer.f1", "answer.accuracy", "citations.precision"]
         lines += ["", f"## Per {group[:-1]}", "", "| " + group[:-1] + " | n | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
         for name, s in parts.items():
             f = flat(s)
@@ -53,6 +53,8 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"- **{r['id']}** {r['question']}  \n  why: {_why(r)}")
     sets = ", ".join(f"{k} ({v[:12]})" for k, v in run.get("sets_sha256", {}).items())
     lines += ["", f"Question sets (sha256): {sets}"]
+    if run.get("judgments_sha256"):
+        lines.append("Judgments (sha256): " + ", ".join(f"{k} ({v[:12]})" for k, v in run["judgments_sha256"].items()))
     return "\n".join(lines) + "\n"
 
 

@@ -1,7 +1,8 @@
 """Run question sets through the app's own pipeline (QA over a Library) and score them.
 
 A run writes `results.jsonl` (one record per question: question, answer record, metrics, reasons),
-`summary.json` (stamped with settings, answerer, model, each set's sha256 and the code version).
+`summary.json` (stamped with settings, answerer, model, each set's and each judgment file's sha256 and the code
+version).
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tup
         put("retrieval.mrr", M.mrr(ranked, q.gold_papers))
         put("retrieval.ndcg@10", M.ndcg_at(ranked, q.gold_papers, 10))
     if judged:
-        put("retrieval.judged_precision@10", M.judged_precision(ranked, judged, 10))
-        put("retrieval.judged@10", M.judged_share(ranked, judged, 10))
+        share = M.judged_share(ranked, judged, 10)
+        put("retrieval.judged@10", share)
+        if share[0] > 0:  # no judged paper in the list: nothing to measure, not a precision of 0
+            put("retrieval.judged_precision@10", M.judged_precision(ranked, judged, 10))
     if q.scope == "paper" and not q.unanswerable:
         if q.gold_pages:
             put("retrieval.page_hit@5", M.page_hit([s.page for s in ans.sources], q.gold_pages, 5))

@@ -1,9 +1,11 @@
 """Retrieval-only sweeps with split-half validation: tune a setting on one half of a question set, report
 it on the other half (then swap), so a value is kept only when it wins on questions it was not chosen on.
 
-A sweep runs the real `Retriever` (no answerer) once per value and question; the metrics are the same as
-`eval run`'s retrieval metrics (paper recall@10/@20 and MRR for topic questions, page and evidence hit@5
-for paper questions).
+A sweep runs the real `Retriever` (no answerer) once per value and question; the metrics are `eval run`'s
+retrieval metrics (paper recall@10/@20 and MRR for topic questions, page and evidence hit@5 for paper questions,
+judged precision@10 with `--judgments`). One difference: the sweep reads 20 hits and counts the first 10 distinct
+papers, while `eval run` scores the 10 sources the answer reads (at most `max_per_paper` chunks of a paper, so
+sometimes fewer than 10 papers): a topic question's @10 numbers can be a little higher here.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ def retrieval_metrics(
             m["recall@20"] = M.recall_at(papers, q.gold_papers, 20)[0]
             m["mrr"] = M.mrr(papers[:10], q.gold_papers)[0]
         if judged and q.id in judged:
-            m["judged_precision@10"] = M.judged_precision(papers, judged[q.id], 10)[0]
             m["judged@10"] = M.judged_share(papers, judged[q.id], 10)[0]
+            if m["judged@10"] > 0:
+                m["judged_precision@10"] = M.judged_precision(papers, judged[q.id], 10)[0]
         if q.scope == "paper":
             if q.gold_pages:
                 m["page_hit@5"] = M.page_hit([h.chunk.page for h in hits], q.gold_pages, 5)[0]
