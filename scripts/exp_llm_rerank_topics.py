@@ -76,8 +76,9 @@ def main() -> None:
                 fused = {p: 1 / (10 + i) + w / (10 + llm_rank[p]) for i, (p, _) in enumerate(scored, start=1)}
                 top = sorted(fused, key=lambda p: -fused[p])[:10]
                 rec.append(M.recall_at(top, gold, 10)[0])
-                if M.judged_share(top, judged.get(qid, {}), 10)[0] > 0:  # unjudged questions have no precision
-                    prec.append(M.judged_precision(top, judged[qid], 10)[0])
+                got = M.judged(top, judged.get(qid, {}), 10)  # unjudged questions have no precision
+                if "judged_precision@10" in got:
+                    prec.append(got["judged_precision@10"][0])
             judged_part = f"{sum(prec) / len(prec):.3f}" if prec else "-"
             cells.append(f"{name}: recall@10 {sum(rec) / len(rec):.3f}, judged precision@10 {judged_part}")
         print(f"w={w}: " + "; ".join(cells))

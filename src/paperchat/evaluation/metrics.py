@@ -92,6 +92,16 @@ def judged_share(ranked_papers: Sequence[str], judged: dict[str, int], k: int = 
     return n / len(top), f"{n} of the top {len(top)} papers judged"
 
 
+def judged(ranked_papers: Sequence[str], judgments: dict[str, int], k: int = 10) -> dict[str, Metric]:
+    """`judged@k` always and `judged_precision@k` when at least one of the top k papers was judged (with none there
+    is nothing to measure, which is not a precision of 0)."""
+    share = judged_share(ranked_papers, judgments, k)
+    out = {f"judged@{k}": share}
+    if share[0] > 0:
+        out[f"judged_precision@{k}"] = judged_precision(ranked_papers, judgments, k)
+    return out
+
+
 def mrr(ranked_papers: Sequence[str], gold: Sequence[str]) -> Metric:
     """Reciprocal rank of the first gold paper among the distinct retrieved papers."""
     for i, p in enumerate(dict.fromkeys(ranked_papers), start=1):

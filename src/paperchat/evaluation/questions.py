@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from paperchat.assistant import Failure
+from paperchat.errors import ConfigError
 
 
 class Question(BaseModel):
@@ -75,8 +76,6 @@ def load_judgments(paths: Sequence[Path]) -> Judgments:
     """Graded relevance judgments of (topic question, paper) pairs (`eval/topic_judged.jsonl`: one
     {"id", "paper", "rel"} object a line, rel 2 relevant, 1 partly, 0 not). A bad line is an error that names it:
     a judgment file is written once and read by every run, so it should not degrade quietly."""
-    from paperchat.errors import ConfigError
-
     out: Judgments = {}
     where: dict[tuple[str, str], str] = {}
     for path in paths:

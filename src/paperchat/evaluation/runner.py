@@ -87,10 +87,8 @@ def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tup
         put("retrieval.mrr", M.mrr(ranked, q.gold_papers))
         put("retrieval.ndcg@10", M.ndcg_at(ranked, q.gold_papers, 10))
     if judged:
-        share = M.judged_share(ranked, judged, 10)
-        put("retrieval.judged@10", share)
-        if share[0] > 0:  # no judged paper in the list: nothing to measure, not a precision of 0
-            put("retrieval.judged_precision@10", M.judged_precision(ranked, judged, 10))
+        for name, res in M.judged(ranked, judged, 10).items():
+            put(f"retrieval.{name}", res)
     if q.scope == "paper" and not q.unanswerable:
         if q.gold_pages:
             put("retrieval.page_hit@5", M.page_hit([s.page for s in ans.sources], q.gold_pages, 5))

@@ -45,9 +45,7 @@ def retrieval_metrics(
             m["recall@20"] = M.recall_at(papers, q.gold_papers, 20)[0]
             m["mrr"] = M.mrr(papers[:10], q.gold_papers)[0]
         if judged and q.id in judged:
-            m["judged@10"] = M.judged_share(papers, judged[q.id], 10)[0]
-            if m["judged@10"] > 0:
-                m["judged_precision@10"] = M.judged_precision(papers, judged[q.id], 10)[0]
+            m.update({name: res[0] for name, res in M.judged(papers, judged[q.id], 10).items()})
         if q.scope == "paper":
             if q.gold_pages:
                 m["page_hit@5"] = M.page_hit([h.chunk.page for h in hits], q.gold_pages, 5)[0]
