@@ -60,3 +60,61 @@ def blank_pdf(path: Path, pages: int) -> Path:
     with open(path, "wb") as fh:
         writer.write(fh)
     return path
+
+
+def raw_pdf(path: Path, objs: list[bytes]) -> Path:
+    """A PDF of the given object bodies (object 1 must be the catalogue), with a correct xref table: for hostile
+    files that make_pdf cannot express."""
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    for off in offsets:
+        out += f"{off:010d} 00000 n \n".encode()
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _stream(data: bytes, extra: str = "") -> bytes:
+    return f"<< {extra} /Length {len(data)} >>\nstream\n".encode() + data + b"\nendstream"
+
+
+def xobject_bomb(path: Path, levels: int = 40) -> Path:
+    """One page of text that draws form XObject 0, which draws form 1 twice, ... down `levels` levels: 2^levels
+    draws from a file of a few KB (issue 33, case 1)."""
+    first = 5  # objects: 1 catalogue, 2 pages, 3 page, 4 contents, 5.. the forms, then the font
+    font = first + levels
+    text = b"BT /F1 12 Tf 50 700 Td (Nested forms: a page that takes forever to draw.) Tj ET\n/X0 Do"
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 {font} 0 R >> /XObject << /X0 {first} 0 R >> >> >>".encode(),
+        _stream(text),
+    ]
+    for i in range(levels):
+        if i + 1 < levels:
+            body = b"/X Do /X Do"
+            res = f"/Resources << /XObject << /X {first + i + 1} 0 R >> /Font << /F1 {font} 0 R >> >>"
+        else:
+            body = b"BT /F1 8 Tf 1 1 Td (leaf) Tj ET 0 0 10 10 re f"
+            res = f"/Resources << /Font << /F1 {font} 0 R >> >>"
+        objs.append(_stream(body, f"/Type /XObject /Subtype /Form /BBox [0 0 612 792] {res}"))
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return raw_pdf(path, objs)
+
+
+def huge_page(path: Path, points: int = 14400) -> Path:
+    """One page of `points` x `points` (200 inches square, the largest the PDF spec allows) with a line of text."""
+    text = b"BT /F1 24 Tf 100 100 Td (A page two hundred inches square.) Tj ET"
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {points} {points}] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".encode(),
+        _stream(text),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    return raw_pdf(path, objs)

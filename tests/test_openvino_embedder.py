@@ -84,3 +84,40 @@ def test_falls_back_to_onnx_runtime_with_a_line(models_dir: Path, onnx_fp32: Onn
     got = emb.embed(["Dense passage retrieval for open-domain question answering."])
     assert emb.device_note and "ONNX Runtime" in emb.device_note and emb.precision == "f32"
     assert float((got * onnx_fp32.embed(["Dense passage retrieval for open-domain question answering."])).sum()) > 0.99999
+
+
+_ISA_PROBE = """
+import sys
+from pathlib import Path
+import numpy as np
+from paperchat.providers.openvino_minilm import OpenVinoMiniLMEmbedder
+texts = sys.argv[2:]
+e = OpenVinoMiniLMEmbedder(Path(sys.argv[1]))
+once = e.embed(texts)
+alone = np.stack([e.embed([t])[0] for t in texts])
+print(e.precision, float(np.abs(once - e.embed(texts, batch_size=2)).max()), float(np.abs(once - alone).max()),
+      float(np.abs(e.embed_query(texts[0]) - once[0]).max()))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isa", ["", "AVX512_CORE_BF16", "AVX512_CORE", "AVX2"])
+def test_batch_independent_on_every_cpu_kind(openvino: OpenVinoMiniLMEmbedder, models_dir: Path, isa: str) -> None:
+    """Issue 33: the same text gets the same vector (bit for bit) alone, in any batch and as a query, on AMX,
+    AVX-512 (with and without BF16) and AVX2-only CPUs. The other kinds are this CPU with oneDNN capped
+    (ONEDNN_MAX_CPU_ISA), which reproduced the failure seen on an AVX-512 BF16 EPYC (3.5e-4 before the fix);
+    bf16 is chosen only with AMX, f32 elsewhere."""
+    import os
+    import subprocess
+    import sys
+
+    from .test_contracts import OTHERS, RELEVANT
+
+    openvino.embed(["warm"])  # the export exists in models_dir
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": isa} if isa else {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
+    out = subprocess.run([sys.executable, "-c", _ISA_PROBE, str(models_dir), RELEVANT, *OTHERS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    precision, *diffs = out.stdout.split()
+    assert [float(d) for d in diffs] == [0.0, 0.0, 0.0], out.stdout
+    if isa:
+        assert precision in ("f32", "float32"), (isa, precision)  # bf16 only with AMX (slower than f32 without it)

@@ -105,6 +105,8 @@ def test_prompts_show_a_page_passage_whole_and_cut_a_long_one_around_its_middle(
         ]
     )
     abstract, page, long_page = shown.split("\n\n")
+    assert all(part.endswith("\n</source>") and "\n<source>\n" in part for part in (abstract, page, long_page))  # fenced as data
+    abstract, page, long_page = (part.removesuffix("\n</source>") for part in (abstract, page, long_page))
     assert "Title. w0 w1" in abstract and abstract.endswith(" ...") and "w600" not in abstract
     assert PAGE.strip() in page  # a chunk read in its page (under 2,200 characters) is shown whole
     assert "w350" in long_page and "w0 " not in long_page and long_page.rstrip().endswith("...")

@@ -27,7 +27,7 @@ from paperchat.ingestion.pdf import sha256_file
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.prompts import CANNOT_ANSWER
+from paperchat.prompts import CANNOT_ANSWER, UNSUPPORTED_LLM
 from paperchat.providers.answerers import OpenAIAnswerer
 from paperchat.qa import QA
 from paperchat.text import clean_text
@@ -324,7 +324,8 @@ def test_llm_faults_fall_back_to_extractive(demo_library: Library, mode: str) ->
 def test_llm_without_or_with_invalid_citations(demo_library: Library) -> None:
     with FakeLLM("Negatives are chosen with care.") as llm:
         ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))
-    assert ans.uncited and not ans.citations and not ans.fallback
+    # an answer that cites nothing supports nothing: marked, and the extractive answer from the same sources shown
+    assert ans.uncited and ans.fallback == UNSUPPORTED_LLM and ans.citations and "chosen with care" not in ans.answer
     with FakeLLM("Negatives come from BM25 [14] and [0] and [3-40].") as llm:
         ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID), k=5)
     assert all(c.n <= 5 for c in ans.citations) and 14 in ans.dropped_citations

@@ -11,6 +11,7 @@ import datetime as dt
 import re
 import unicodedata
 from collections.abc import Iterable
+from urllib.parse import quote
 
 from paperchat.errors import NotFound
 from paperchat.library import Library
@@ -20,9 +21,15 @@ from paperchat.types import Paper, is_arxiv_id
 _SPECIAL = re.compile(r"([&%$#_])")
 
 
+_BACKSLASH = "\x00"  # a backslash of the text while the specials are escaped (the text's NULs are dropped first)
+
+
 def escape(text: str) -> str:
-    """Text safe inside a braced BibTeX field: specials escaped, braces balanced (unmatched ones dropped)."""
-    text = _SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    """Text safe inside a braced BibTeX field: specials escaped, every backslash of the text written as
+    `\\textbackslash{}` (so `\\input{...}` or `\\write18{...}` in a title is printed, never run by LaTeX), braces
+    balanced (unmatched ones dropped)."""
+    text = " ".join(text.replace("\x00", "").replace("\\", _BACKSLASH).split())
+    text = _SPECIAL.sub(r"\\\1", text).replace(_BACKSLASH, "\\textbackslash{}")
     out, depth = [], 0
     for ch in text:
         if ch == "{":
@@ -39,6 +46,21 @@ def escape(text: str) -> str:
         s = s[:i] + s[i + 1 :]
         depth -= 1
     return s.rstrip("\\")
+
+
+_AND = re.compile(r"\band\b", re.IGNORECASE)
+
+
+def _author(name: str) -> str:
+    """One author; a name with the word "and" in it ("Smith and Wesson") is braced, so it stays one author."""
+    text = escape(name)
+    return "{" + text + "}" if _AND.search(text) else text
+
+
+def _url(url: str) -> str:
+    """A URL percent-encoded outside RFC 3986's characters, so no brace, backslash or space can end the field or
+    start a new entry (`https://x.org/a}},@misc{pwn,...` stays one URL); `%` is escaped for LaTeX."""
+    return quote(url.strip(), safe=":/?#[]!$&'()*+,;=%-._~@").replace("%", "\\%")
 
 
 def _ascii_word(text: str) -> str:
@@ -59,7 +81,7 @@ def entry(paper: Paper, key: str) -> str:
     """One @misc entry."""
     fields = [("title", "{" + escape(paper.title) + "}")]
     if paper.authors:
-        fields.append(("author", " and ".join(escape(a) for a in paper.authors)))
+        fields.append(("author", " and ".join(_author(a) for a in paper.authors)))
     if paper.date:
         fields += [("year", str(paper.date.year)), ("month", paper.date.strftime("%b").lower())]
     if is_arxiv_id(paper.id):
@@ -67,7 +89,7 @@ def entry(paper: Paper, key: str) -> str:
         if paper.categories:
             fields.append(("primaryClass", escape(paper.categories[0])))
     if paper.abs_url:
-        fields.append(("url", paper.abs_url.replace("%", "\\%")))
+        fields.append(("url", _url(paper.abs_url)))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
     return f"@misc{{{key},\n{body}\n}}\n"
 

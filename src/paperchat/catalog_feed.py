@@ -44,6 +44,27 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def read_visit(raw: object, now: dt.datetime | None = None) -> dt.datetime | None:
+    """A stored last visit as a UTC time, or None when it is missing, unreadable, without a time zone's meaning
+    (taken as UTC), out of range once in UTC (`9999-12-31T23:59:59-14:00` is year 10000 there) or more than a day
+    in the future (it would hide every new paper). Everything that reads or restores a last visit goes through
+    here, so a hand-edited `user_lists.json` cannot crash `digest` or the app (issue 33, case 2)."""
+    if not isinstance(raw, str) or not raw or len(raw) > 64:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(raw)
+        t = t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
+        t + dt.timedelta(days=FUTURE_SLACK_DAYS)  # the window arithmetic must not overflow either
+    except (ValueError, OverflowError):
+        return None
+    if t > (now or utc_now()) + dt.timedelta(days=FUTURE_SLACK_DAYS):
+        return None
+    return t
+
+
+FUTURE_SLACK_DAYS = 1
+
+
 def stamp(t: dt.datetime) -> str:
     """A time as the stored string: UTC, ISO 8601, microseconds (one width, so strings compare as times)."""
     return t.astimezone(dt.UTC).isoformat(timespec="microseconds")
@@ -106,9 +127,10 @@ class FeedTables:
             ).rowcount
             cur = self._conn.executemany("INSERT OR IGNORE INTO collection_papers (collection, paper_id) VALUES (?, ?)", [(slug, i) for i in ids])
             added["collection papers"] += max(cur.rowcount, 0)
-        if data.get("last_visit"):
+        visit = read_visit(data.get("last_visit"))
+        if visit is not None:  # an unreadable or far-future mirrored visit is not restored (the first-visit window applies)
             added["last visit"] = self._conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (LAST_VISIT_KEY, data["last_visit"])
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (LAST_VISIT_KEY, stamp(visit))
             ).rowcount
         cur = self._conn.executemany("INSERT OR IGNORE INTO paper_added (paper_id, at) VALUES (?, ?)", data.get("arrivals", []))
         added["ingest times"] = max(cur.rowcount, 0)

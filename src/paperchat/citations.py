@@ -140,7 +140,8 @@ def statements(answer: str, sources: Sequence[Source], min_support: float) -> li
                 if claims and cited:
                     claims[-1][1].extend(n for n in cited if n not in claims[-1][1])
                 continue
-            if len(_tokens(CITATION.sub("", sentence))) < 3 or sentence.rstrip().endswith(":"):
+            # a short line is a claim when it cites a source ("PWNED [1]" must meet the support check too)
+            if (len(_tokens(CITATION.sub("", sentence))) < 3 and not cited) or sentence.rstrip().endswith(":"):
                 continue
             claims.append((sentence.strip(), cited))
     out = []

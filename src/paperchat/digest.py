@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from paperchat.catalog_feed import LAST_VISIT_KEY  # one key, mirrored by the catalogue
+from paperchat.catalog_feed import LAST_VISIT_KEY, read_visit  # one key, mirrored by the catalogue
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
@@ -68,11 +68,8 @@ class Digest:
 
 
 def parse_visit(raw: str | None) -> dt.datetime | None:
-    """A stored time (ISO, UTC), or None when missing or unreadable."""
-    try:
-        return dt.datetime.fromisoformat(raw) if raw else None
-    except ValueError:
-        return None
+    """A stored time (ISO, UTC), or None when missing, unreadable, out of range or far in the future."""
+    return read_visit(raw)
 
 
 def digest(lib: Library, since: dt.datetime | None = None, peek: bool = False, now: dt.datetime | None = None) -> Digest:
@@ -85,9 +82,12 @@ def digest(lib: Library, since: dt.datetime | None = None, peek: bool = False, n
     if since is not None:
         basis = "given"
     else:
-        since = parse_visit(cat.get_meta(LAST_VISIT_KEY))
+        raw = cat.get_meta(LAST_VISIT_KEY)
+        since = read_visit(raw, until)
         basis = "last visit"
-        if since is None:
+        if since is None and raw:
+            since, basis = until - dt.timedelta(days=FIRST_VISIT_DAYS), f"the stored last visit {raw[:40]!r} is not a usable time: the last {FIRST_VISIT_DAYS} days"
+        elif since is None:
             since, basis = until - dt.timedelta(days=FIRST_VISIT_DAYS), f"first visit: the last {FIRST_VISIT_DAYS} days"
     added = cat.added_between(since, until)
     ids = list(added)

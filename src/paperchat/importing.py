@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from paperchat.dates import parse_date
 from paperchat.errors import InputError, SourceError
+from paperchat.ingestion.streams import not_a_regular_file
 from paperchat.tex import plain
 from paperchat.text import is_arxiv_id
 from paperchat.types import Paper
@@ -85,6 +86,23 @@ def _clean(text: str) -> str:
     return " ".join(plain(text.replace("{", "").replace("}", "")).split())
 
 
+def split_authors(field: str) -> list[str]:
+    """A BibTeX author list split at the top-level word "and" (a braced "{Smith and Wesson}" is one author)."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(field):
+        ch = field[i]
+        depth += ch == "{"
+        depth -= ch == "}" and depth > 0
+        if depth == 0 and (m := re.match(r"\s+and\s+", field[i:], re.IGNORECASE)) and i > start:
+            out.append(field[start:i])
+            i += m.end()
+            start = i
+            continue
+        i += 1
+    out.append(field[start:])
+    return [a.strip() for a in out if a.strip()]
+
+
 def _bib_author(name: str) -> str:
     """'Vaswani, Ashish' -> 'Ashish Vaswani'."""
     last, _, first = name.partition(",")
@@ -113,7 +131,7 @@ def read_bibtex(text: str, source: str) -> tuple[list[Entry], list[tuple[str, st
         out.append(Entry(
             where=f"{source}:{(e.start_line or 0) + 1}", key=e.key, arxiv_id=arxiv_id_of(eprint, f.get("url"), f.get("doi"), f.get("arxivid")),
             title=_clean(f.get("title", "")), abstract=_clean(f.get("abstract", "")),
-            authors=[_bib_author(a) for a in re.split(r"\s+and\s+", f.get("author", "")) if a.strip()], date=date,
+            authors=[_bib_author(a) for a in split_authors(f.get("author", "")) if a.strip()], date=date,
         ))
     return out, bad
 
@@ -128,6 +146,8 @@ def read_csl_json(text: str, source: str) -> tuple[list[Entry], list[tuple[str, 
         items: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SourceError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})", "export it again as CSL JSON or BibTeX") from exc
+    except RecursionError as exc:  # a deeply nested file (thousands of levels): no CSL export looks like that
+        raise SourceError(f"{source} is JSON nested too deeply to be a CSL export", "export the collection again as CSL JSON or BibTeX") from exc
     if isinstance(items, dict) and isinstance(items.get("items"), list):
         items = items["items"]
     if not isinstance(items, list):
@@ -157,6 +177,9 @@ def read_references(path: Path) -> tuple[list[Entry], list[tuple[str, str]]]:
     Raises:
         SourceError: missing, unreadable or too large, or not a reference file.
     """
+    problem = not_a_regular_file(path)
+    if problem:
+        raise SourceError(problem, "give the path of a .bib or CSL .json export")
     try:
         size = path.stat().st_size
         if size > MAX_IMPORT_MB * 1024 * 1024:

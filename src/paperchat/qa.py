@@ -15,7 +15,7 @@ from paperchat.dates import plausible
 from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.passages import in_context, page_text
-from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT
+from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT, UNSUPPORTED_LLM
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.query import rewrite_followup
 from paperchat.retrieval import Retriever
@@ -241,6 +241,15 @@ class QA:
                 # the same sources kept below it as the evidence
                 record.statements = statements(text, sources, self.lib.settings.answers.min_support)
                 record.evidence = "".join(self.extractive.stream(query, sources, topic_level, context)).strip()
+                if not any(st.supported for st in record.statements):
+                    # nothing the model said is backed by what it cites (an injected "PWNED [1]", an answer from
+                    # its own memory): the extractive answer from the same sources replaces it, and says so
+                    record.fallback = UNSUPPORTED_LLM
+                    record.answer = record.evidence or CANNOT_ANSWER
+                    record.abstained = CANNOT_ANSWER.lower() in record.answer.lower()
+                    record.citations = build_citations(record.answer, sources)
+                    record.statements = []
+                    yield f"\n\n[{record.fallback}]\n\n"
             if scope.kind == "topic" and scope.topic:
                 total = context.total if context is not None else len(self.lib.catalog.topic_papers(scope.topic, scope.since, scope.until))
                 drew = len({c.paper_id for c in record.citations})

@@ -14,7 +14,7 @@ _SYMBOLS = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "theta": "θ",
     "lambda": "λ", "mu": "μ", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "omega": "ω",
     "Delta": "Δ", "Sigma": "Σ", "Omega": "Ω", "log": "log", "ell": "ℓ", "checkmark": "✓", "dots": "...",
-    "ldots": "...", "cdots": "...",
+    "ldots": "...", "cdots": "...", "textbackslash": "\\",
 }
 _SUP = str.maketrans("0123456789+-=()nik", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿⁱᵏ")
 _SUB = str.maketrans("0123456789+-=()", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎")

@@ -19,6 +19,9 @@ def check_args(args: argparse.Namespace) -> None:
     since, until = user_day(args.since), user_day(args.until)
     if since and until and since > until:
         raise InputError(f"--since {since} is after --until {until}", "swap the two dates")
+    for flag, value in (("--paper", args.paper), ("--topic", args.topic), ("--collection", args.in_collection), ("--pdf", args.pdf)):
+        if value is not None and not value.strip():  # `--paper ""` must not fall through to the whole library
+            raise InputError(f"{flag} was given an empty value", f"give {flag} a value, or leave it out to ask the whole library")
     if args.weeks and (since or until):
         raise InputError("--weeks cannot be combined with --since or --until", "give either the last N weeks or the dates")
     if args.pdf:

@@ -10,7 +10,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from paperchat.cli.common import open_assistant, settings_from
+from paperchat.cli.common import int_in, open_assistant, settings_from
 from paperchat.errors import InputError
 
 
@@ -74,14 +74,14 @@ def register(sub: Any) -> None:
     bn.add_argument("source", help="ingest, ray: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question; viewer: a PDF")
     bn.add_argument("--set", help="viewer: also place the evidence quotes (and AskPDF's citations) of this paper question set")
     bn.add_argument("--pdf-root", help="viewer --set: the folder the set's `pdf` paths are relative to (default: ../pdfs beside the set's folder)")
-    bn.add_argument("--limit", type=int, help="ingest, ray: only the first N records")
+    bn.add_argument("--limit", type=int_in(1, 10_000_000, "--limit"), help="ingest, ray: only the first N records")
     bn.add_argument("--ray", metavar="HOST:PORT", help="ray: the Ray cluster (the ingest writes into PAPERCHAT_CHROMA_URL, an empty scratch server)")
     bn.add_argument("--workers", default="1,2", help="ray: the numbers of workers to measure, e.g. 1,2")
-    bn.add_argument("--ray-batch", type=int, help="ray: records per Ray task (default 256)")
+    bn.add_argument("--ray-batch", type=int_in(1, 100_000, "--ray-batch"), help="ray: records per Ray task (default 256)")
     bn.add_argument("--pdfs", help="ingest: also a folder of PDFs")
-    bn.add_argument("--pdf-limit", type=int, default=40, help="ingest: at most N PDFs of --pdfs")
+    bn.add_argument("--pdf-limit", type=int_in(1, 100_000, "--pdf-limit"), default=40, help="ingest: at most N PDFs of --pdfs")
     bn.add_argument("--sizes", default="1000,10000,all", help="query: store sizes in abstracts (subsets copied with their vectors)")
-    bn.add_argument("--papers", type=int, default=10, help="query: paper-scope questions over N papers with PDFs")
+    bn.add_argument("--papers", type=int_in(1, 100_000, "--papers"), default=10, help="query: paper-scope questions over N papers with PDFs")
     bn.add_argument("--topic", default="rag", help="startup: the topic of the question")
     bn.add_argument("--out", help="merge the results into this JSON file (and write a .svg chart beside it)")
     bn.add_argument("--json", action="store_true")

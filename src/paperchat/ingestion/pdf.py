@@ -17,6 +17,7 @@ from paperchat.errors import SourceError
 from paperchat.hashing import sha256_file
 from paperchat.text import clean_text
 from paperchat.types import Page, ParsedPdf
+from paperchat.workers import die_with_parent
 
 _ARXIV_STAMP = re.compile(r"arXiv:\s?(\d{4}\.\d{4,5})(v\d+)?")
 _ARXIV_IN_NAME = re.compile(r"(?<!\d)(\d{4}\.\d{4,5})(v\d+)?(?!\d)")
@@ -212,6 +213,9 @@ def _pages_pdfium(path: Path, max_pages: int) -> tuple[list[Page], str, str | No
     return pages, first_raw, meta_title
 
 
+PARSER_MEMORY_MB = 1536.0  # what a parser worker may grow by (pdfium on a hostile PDF grew 4 GB in 12 s)
+
+
 def _worker(path: str, max_mb: float, max_pages: int, extractor: str) -> ParsedPdf | tuple[str, str]:
     try:
         return read_pdf(Path(path), max_mb, max_pages, extractor)
@@ -219,35 +223,6 @@ def _worker(path: str, max_mb: float, max_pages: int, extractor: str) -> ParsedP
         return ("error", str(exc))
     except Exception as exc:  # anything else pypdf throws: report, never crash the batch
         return ("error", f"the PDF could not be parsed ({type(exc).__name__}: {exc})")
-
-
-def _die_with_parent(parent: int) -> None:
-    """Worker initializer: the worker dies when the ingest that started it dies, even by SIGKILL.
-
-    The kernel's parent-death signal (Linux prctl) kills it at once; a watchdog thread on the parent's pid
-    covers other systems (and a parent that died before the signal was armed).
-    """
-    import ctypes
-    import signal
-    import sys
-    import threading
-    import time
-
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="paperchat-parent-watch", daemon=True).start()
 
 
 @dataclass
@@ -271,7 +246,7 @@ def parse_many(
     ctx = mp.get_context("fork")
     pending = list(paths)
     while pending:
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),))
+        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(), PARSER_MEMORY_MB))
         futures = [pool.submit(_worker, str(p), max_mb, max_pages, extractor) for p in pending]
         restart_from: int | None = None
         for i, (path, fut) in enumerate(zip(pending, futures, strict=True)):

@@ -14,7 +14,7 @@ from typing import Any
 
 from paperchat.dates import EARLIEST, is_plausible, parse_date
 from paperchat.errors import NetworkError
-from paperchat.ingestion.streams import first_byte, lines, open_binary
+from paperchat.ingestion.streams import first_byte, lines, not_a_regular_file, open_binary
 from paperchat.text import is_arxiv_id, strip_control
 from paperchat.types import Paper
 
@@ -39,6 +39,7 @@ MAX_AUTHORS = 10_000  # a few reports list over 3,000 authors (2507.06261 has 3,
 MAX_ID_CHARS = 64
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_JSON_ARRAY_BYTES = 256 * 1024 * 1024
+MAX_ATOM_BYTES = 64 * 1024 * 1024
 # arXiv ids (new style, old style "hep-th/9901001") and our own ids ("pdf-<sha12>"): no other path separators
 _ID_OK = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._:\-]*|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})$")
 
@@ -277,20 +278,44 @@ def read_records(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
     """Papers from a metadata file, by its extension: .jsonl/.json(.gz) or .xml/.atom. A file whose
     first character is `[` is read as a JSON array of records (a pretty-printed .json file)."""
     name = path.name.lower()
+    problem = not_a_regular_file(path)
+    if problem:
+        yield Failure(str(path), problem)
+        return
     if name.endswith((".xml", ".atom")):
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:  # bounded: a 1 GB Atom file is refused, not parsed into memory
+                data = fh.read(MAX_ATOM_BYTES + 1)
         except OSError as exc:
             yield Failure(str(path), f"cannot open: {exc.strerror or exc}")
+            return
+        if len(data) > MAX_ATOM_BYTES:
+            yield Failure(str(path), f"this Atom file is over {MAX_ATOM_BYTES // 2**20} MB (an arXiv API page of 2,000 entries is about 5 MB); ask the API for smaller pages")
             return
         yield from parse_atom(data, str(path))
         return
     try:
-        array = first_byte(path) == b"["
+        array = first_byte(path) == b"[" and not _lines_of_json(path)
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         yield Failure(str(path), f"cannot read: {getattr(exc, 'strerror', None) or exc}")
         return
     yield from (_read_json_array(path) if array else read_jsonl(path, max_line_bytes))
+
+
+def _lines_of_json(path: Path) -> bool:
+    """Whether a file that starts with `[` is JSON Lines after all: its first line is a whole JSON value and
+    more lines follow (a JSONL file whose first line is an array; a pretty-printed array's first line is `[`
+    alone, a one-line array has no second line). Its valid lines are then ingested and the array line reported."""
+    with open_binary(path) as fh:
+        first = fh.readline(DEFAULT_MAX_LINE_BYTES + 1)
+        rest = fh.read(4096)
+    if not rest.strip() or len(first) > DEFAULT_MAX_LINE_BYTES:
+        return False
+    try:
+        json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 ARXIV_API = "http://export.arxiv.org/api/query"

@@ -4,7 +4,9 @@ a sparse file of NULs, gigabytes of blank lines)."""
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TypeVar
@@ -15,6 +17,22 @@ _BLOCK = 1 << 20
 
 def _too_long(lineno: int, max_line: int) -> str:
     return f"line {lineno} is longer than {max_line / 1048576:g} MB (PAPERCHAT_MAX_RECORD_LINE_MB): is this a JSONL file? (line skipped)"
+
+
+def not_a_regular_file(path: Path) -> str | None:
+    """Why the path cannot be read as a file of records (a device such as /dev/zero, a FIFO, a folder, a link to
+    one of them), or None for a regular file. Checked before opening: a FIFO would block the open itself and a
+    device never ends (issue 33, case 8)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None  # the caller's open says "no such file"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    return f"{path} is {kind}, not a regular file: give the path of a file"
 
 
 def open_binary(path: Path) -> IO[bytes]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -14,7 +15,7 @@ from paperchat.answering.text import widen
 from paperchat.answering.topic_map import TopicContext
 from paperchat.errors import AnswererError, ConfigError
 from paperchat.passages import clip
-from paperchat.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE
+from paperchat.prompts import CANNOT_ANSWER, REMOVED_INSTRUCTION, SYSTEM_PROMPT, USER_TEMPLATE
 from paperchat.text import Tokenizer
 from paperchat.types import Source
 
@@ -180,6 +181,26 @@ class ExtractiveAnswerer:
         raise AnswererError("the extractive answerer cannot complete a prompt", "use an LLM answerer (openai:<model> or local)")
 
 
+# A sentence that addresses the model rather than describing research: prompt-injection phrasing. Kept narrow
+# (an imperative to the assistant about its instructions, its answer or its role) so papers about prompt injection
+# still read normally; such a sentence is replaced, and the answer's support check does the rest.
+_INJECTION = re.compile(
+    r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding|system)\s+(?:instructions?|prompts?|rules|messages?)"
+    r"|(?:answer|reply|respond|say|output|print|write)\s+(?:only\s+|just\s+|exactly\s+|with\s+)+['\"“]?[A-Z0-9]{3,}\b"
+    r"|\byou\s+are\s+now\b|\bnew\s+instructions?\s*:|\bsystem\s+prompt\s*:|</?\s*(?:source|system|instructions?)\b",
+    re.IGNORECASE,
+)
+_SENT = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+
+
+def fence(text: str) -> str:
+    """A source's text made safe to quote inside <source> tags: a sentence with prompt-injection phrasing is
+    replaced by REMOVED_INSTRUCTION, and no tag can be closed or opened from inside."""
+    if _INJECTION.search(text):
+        text = "".join(REMOVED_INSTRUCTION + " " if _INJECTION.search(m.group(0)) else m.group(0) for m in _SENT.finditer(text) if m.group(0))
+    return text.replace("<", "‹").replace(">", "›")
+
+
 def format_sources(sources: Sequence[Source], max_chars: int = 1200, page_chars: int = 2200) -> str:
     """The numbered sources as the prompt shows them: an abstract cut at max_chars, a PDF passage (a chunk read in
     its page, up to about 2,000 characters) at page_chars around its middle, where the matched chunk is."""
@@ -190,7 +211,8 @@ def format_sources(sources: Sequence[Source], max_chars: int = 1200, page_chars:
             text = clip(s.text, page_chars)
         else:
             text = s.text if len(s.text) <= max_chars else s.text[:max_chars] + " ..."
-        rows.append(f"[{s.n}] {s.title} ({s.date.isoformat() if s.date else 'n.d.'}{where})\n{text}")
+        title = fence(" ".join(s.title.split()))
+        rows.append(f"[{s.n}] {title} ({s.date.isoformat() if s.date else 'n.d.'}{where})\n<source>\n{fence(text)}\n</source>")
     return "\n\n".join(rows)
 
 

@@ -80,8 +80,10 @@ class Reader:
         """
         from paperchat.reading.document import draw_boxes
 
-        png, _w, _h = self.cache.png(pdf, page, self.scale * zoom)
-        return draw_boxes(png, self.highlight(pdf, page, quote), self.scale * zoom)
+        png, w_px, _h = self.cache.png(pdf, page, self.scale * zoom)
+        hl = self.highlight(pdf, page, quote)
+        # the scale the page was drawn at (lower than asked for a page over MAX_PIXELS)
+        return draw_boxes(png, hl, w_px / hl.width if hl.width > 0 else self.scale * zoom)
 
     def clear(self) -> None:
         """Forget every rendered page and every page's characters: the next view is a cold one."""

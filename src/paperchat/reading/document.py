@@ -1,9 +1,12 @@
 """Pages of a stored PDF through PDFium (pypdfium2): their characters and boxes, and page images.
 
-PDFium is not thread-safe, and the app answers several requests at once: every call into it holds one
-process-wide lock. Nothing is kept open between calls (opening the 83-page shared PDF takes about 5 ms);
-what costs is cached with a bound: a page's characters (`TEXT_PAGES` pages) and rendered PNG images (by
-bytes, `PageCache`).
+Every call into PDFium runs in one bounded worker process (`paperchat.workers.BoundedWorker`: a deadline per
+call, a memory budget for the process), because a 10 KB PDF of nested form XObjects or a 14,400-pt page makes
+PDFium allocate gigabytes in seconds: the worker is killed and restarted, and the caller gets "this page cannot
+be shown" while answers keep working (issue 33, case 1). Rendering is capped at `MAX_PIXELS` per page (the
+scale is lowered for absurd page sizes). Nothing is kept open between calls (opening the 83-page shared PDF
+takes about 5 ms); what costs is cached with a bound: a page's characters (`TEXT_PAGES` pages, in the worker)
+and rendered PNG images (by bytes, `PageCache`, here).
 
 Page numbers are 1-based physical pages, as pypdf counts them (PDFium's index + 1), the numbers chunks carry.
 """
@@ -21,9 +24,12 @@ from typing import Any
 from paperchat.errors import SourceError
 from paperchat.reading.placement import Box, PageText, fold, place
 from paperchat.types import Highlight
+from paperchat.workers import BoundedWorker, WorkerFailed
 
 _LOCK = threading.RLock()
 TEXT_PAGES = 64
+MAX_PIXELS = 4096 * 4096  # a rendered page holds at most this many pixels (about 50 MB as RGB)
+WORKER = BoundedWorker(timeout_s=20.0, memory_mb=768.0)  # PDFium's process: replaced when a PDF exceeds either
 _HINT = "AskPDF still answers from the text; re-save the PDF with another tool (or upload it again) to see its pages"
 
 
@@ -130,38 +136,87 @@ def _page_text(path: Path, number: int, page: Any, textpage: Any) -> PageText:
     return text
 
 
-def clear_text_cache() -> None:
-    """Forget every page's characters (benchmarks measure a cold start with it)."""
+# -- in the worker process ----------------------------------------------------------------------
+
+
+def _w_clear() -> None:
     with _LOCK:
         _TEXT.clear()
 
 
-def page_count(path: Path) -> int:
-    """The number of pages PDFium finds in the PDF (SourceError when it cannot open it)."""
+def _w_page_count(path: Path) -> int:
     with _document(path) as doc:
         return len(doc)
 
 
-def page_text(path: Path, number: int) -> PageText:
-    """The page's characters as PDFium reads them (cached)."""
+def _w_page_text(path: Path, number: int) -> PageText:
     with _document(path) as doc:
         page = _page(doc, number)
         textpage = page.get_textpage()
         return _page_text(path, number, page, textpage)
 
 
-def locate(path: Path, number: int, quote: str) -> Highlight:
-    """The quote's line boxes on page `number` of the PDF (placed=False, no boxes, when it is not there).
-
-    Raises:
-        SourceError: PDFium cannot open the PDF or read that page.
-    """
+def _w_locate(path: Path, number: int, quote: str) -> Highlight:
     with _document(path) as doc:
         page = _page(doc, number)
         textpage = page.get_textpage()
         text = _page_text(path, number, page, textpage)
         frame = _Frame(page)
         return place(text, quote, lambda i: frame.box(*textpage.get_charbox(i, loose=True)))
+
+
+def _w_render(path: Path, number: int, scale: float) -> tuple[bytes, int, int]:
+    import pypdfium2 as pdfium
+
+    with _document(path) as doc:
+        page = _page(doc, number)
+        w, h = page.get_size()
+        if not (w > 0 and h > 0):
+            raise SourceError(f"page {number} of this PDF has no size ({w} x {h} points)", _HINT)
+        scale = min(scale, (MAX_PIXELS / (w * h)) ** 0.5)  # an absurd page size is drawn smaller, not bigger
+        try:
+            image = page.render(scale=scale, may_draw_forms=False).to_pil()
+        except (pdfium.PdfiumError, ValueError, OSError) as exc:
+            raise SourceError(f"page {number} of this PDF cannot be rendered ({exc})", _HINT) from exc
+    buf = io.BytesIO()
+    image.save(buf, "PNG", compress_level=1)  # fast: level 1 is a third of the default's time, ~15% bigger
+    return (buf.getvalue(), image.width, image.height)
+
+
+# -- in the caller's process ----------------------------------------------------------------------
+
+
+def _bounded(what: str, fn: Any, *args: Any) -> Any:
+    try:
+        return WORKER.call(fn, *args)
+    except WorkerFailed as exc:
+        raise SourceError(f"{what} cannot be shown: {exc.why}", _HINT) from None
+
+
+def clear_text_cache() -> None:
+    """Forget every page's characters (benchmarks measure a cold start with it)."""
+    _bounded("this PDF", _w_clear)
+
+
+def page_count(path: Path) -> int:
+    """The number of pages PDFium finds in the PDF (SourceError when it cannot open it)."""
+    return int(_bounded("this PDF", _w_page_count, path))
+
+
+def page_text(path: Path, number: int) -> PageText:
+    """The page's characters as PDFium reads them (cached in the worker)."""
+    out: PageText = _bounded(f"page {number} of this PDF", _w_page_text, path, number)
+    return out
+
+
+def locate(path: Path, number: int, quote: str) -> Highlight:
+    """The quote's line boxes on page `number` of the PDF (placed=False, no boxes, when it is not there).
+
+    Raises:
+        SourceError: PDFium cannot open the PDF or read that page, or the page exceeds the worker's bounds.
+    """
+    out: Highlight = _bounded(f"page {number} of this PDF", _w_locate, path, number, quote)
+    return out
 
 
 class PageCache:
@@ -198,17 +253,7 @@ class PageCache:
             self.hits += 1
             return got
         self.misses += 1
-        import pypdfium2 as pdfium
-
-        with _document(path) as doc:
-            page = _page(doc, number)
-            try:
-                image = page.render(scale=scale, may_draw_forms=False).to_pil()
-            except (pdfium.PdfiumError, ValueError, OSError) as exc:
-                raise SourceError(f"page {number} of this PDF cannot be rendered ({exc})", _HINT) from exc
-        buf = io.BytesIO()
-        image.save(buf, "PNG", compress_level=1)  # fast: level 1 is a third of the default's time, ~15% bigger
-        out = (buf.getvalue(), image.width, image.height)
+        out: tuple[bytes, int, int] = _bounded(f"page {number} of this PDF", _w_render, path, number, scale)
         self._lru.put(key, out, len(out[0]))
         return out
 

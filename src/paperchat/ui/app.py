@@ -138,7 +138,11 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
 
     show_topic = _show_topic(core)
     outputs = [head, listing, follow_btn]
-    pick.change(lambda s: (s, []), pick, [shell.topic_state, chat], api_visibility="private").then(
+    # `.input`, not `.change`: only a topic the user picks here. Navigation (a link, a tag, a collection) sets the
+    # state and renders the page itself and updates this dropdown's value; a `.change` on that update was queued
+    # behind it and, under load, ran after the next navigation, setting the state back to the previous topic, so a
+    # question asked on the new page was answered in the old scope (issue 33, the browser test's collection step)
+    pick.input(lambda s: (s, []), pick, [shell.topic_state, chat], api_visibility="private").then(
         show_topic, [pick, now_box, filt, page_no], outputs, api_visibility="private"
     )
     for comp in (now_box, filt):
@@ -268,7 +272,10 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         sel = gr.update()
         viewer: tuple[Any, ...] = (gr.update(),) * 4
         pick = gr.update(value=slug)
+        chat: Any = gr.update()
         if kind == "topic" and core.topic_kind(rest) is not None:  # hand-written, discovered or a collection
+            if rest != slug:  # another topic: its chat starts empty (the previous topic's turns are not its history)
+                chat = []
             slug, sel = rest, gr.update(selected="topic")
             page = 1
             pick = gr.update(value=slug, choices=_topic_choices(core))
@@ -290,9 +297,9 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
         else:
             (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, pick, pid, head, rows, fbtn, view, listed, msg, *viewer
+        return sel, slug, pick, chat, pid, head, rows, fbtn, view, listed, msg, *viewer
 
-    outputs = [shell.tabs, shell.topic_state, topic.pick, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
+    outputs = [shell.tabs, shell.topic_state, topic.pick, topic.chat, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
     # off the queue: a navigation (a citation click) is tens of ms of work, and the queue's join and event
     # stream added about 100-200 ms to every click
