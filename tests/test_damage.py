@@ -366,3 +366,78 @@ def test_concurrent_cli_ingests(tmp_path: Path, shared: Path) -> None:
     assert len(ids) == 5 and lib.catalog.count() == 5
     assert sorted(lib.ready_lexical().ids) == ids
     lib.close()
+
+
+# -- issue 33, cases 4 and 5: a moved folder, and both stores lost ----------------------------------------
+
+
+def test_repair_of_a_moved_folder_uses_its_own_copies(data: Path, embedder: CountingEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder moved elsewhere and its vector store deleted: the PDF comes back from the folder's own
+    `uploads/<sha256>.pdf` (checked by hash), never from the absolute path recorded where the folder used to be."""
+    moved = tmp_path / "elsewhere" / "store"
+    shutil.move(str(data), str(moved))
+    shutil.rmtree(moved / "chroma")
+    _forget_clients()
+    read: list[Path] = []
+    original = Ingester.ingest_pdfs
+
+    def spy(self: Ingester, paths: list[Path], *args: Any, **kwargs: Any) -> Any:
+        read.extend(Path(p) for p in paths)
+        return original(self, paths, *args, **kwargs)
+
+    monkeypatch.setattr(Ingester, "ingest_pdfs", spy)
+    rep = doctor.repair(make_settings(moved), embedder)  # type: ignore[arg-type]
+    assert "re-ingested 1 PDFs" in " | ".join(rep.actions) and not rep.need_pdf, rep
+    assert read and all(p.resolve().is_relative_to(moved.resolve()) for p in read), read
+    # a copy whose bytes changed is not the paper's PDF: it is asked for again, not ingested
+    shutil.rmtree(moved / "chroma")
+    copy = next((moved / "uploads").glob("*.pdf"))
+    copy.write_bytes(copy.read_bytes() + b"\n% changed\n")
+    _forget_clients()
+    again = doctor.repair(make_settings(moved), embedder)  # type: ignore[arg-type]
+    assert len(again.need_pdf) == 1, again
+
+
+def test_repair_with_store_and_catalogue_both_deleted_keeps_the_stored_pdfs(data: Path, embedder: CountingEmbedder) -> None:
+    lib = reopen(data, embedder)
+    pdf_papers = sorted(p.id for p in lib.catalog.iter_papers() if lib.catalog.stored_hashes()[p.id][1])
+    lib.close()
+    assert pdf_papers
+    shutil.rmtree(data / "chroma")
+    for f in data.glob("catalog.sqlite*"):
+        f.unlink()
+    _forget_clients()
+    rep = doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
+    assert "re-read 1 stored PDF copies" in " | ".join(rep.actions), rep.actions
+    lib = reopen(data, embedder)
+    assert [p for p in pdf_papers if lib.catalog.get(p) is not None] == pdf_papers
+    assert lib.store.ids_of_papers(pdf_papers)
+    lib.close()
+
+
+def test_a_repair_stopped_midway_is_finished_by_the_next(data: Path, embedder: CountingEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33, case 3: a repair killed after it made a new catalogue left a healthy but partial one, and the next
+    run said ok. Now the stopped run leaves its marker, `doctor` says so, and the next run rebuilds the rows."""
+    lib = reopen(data, embedder)
+    want = {pid: h for pid, (_, h, _) in lib.catalog.stored_hashes().items() if h}
+    lib.close()
+    _garble(data / "catalog.sqlite")
+    _forget_clients()
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt  # stands for kill -9 between the catalogue's rebuild and the rest
+
+    monkeypatch.setattr(doctor, "_refill", killed)
+    with pytest.raises(KeyboardInterrupt):
+        doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
+    monkeypatch.undo()
+    _forget_clients()
+    health = doctor.check(make_settings(data), embedder)  # type: ignore[arg-type]
+    assert not health.ok and any("stopped before it finished" in p for p in health.problems)
+    rep = doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
+    assert any("stopped midway" in a for a in rep.actions), rep.actions
+    lib = reopen(data, embedder)
+    got = {pid: h for pid, (_, h, _) in lib.catalog.stored_hashes().items() if h}
+    assert got == want  # the PDF's link (its hash) is back
+    consistent(lib)
+    lib.close()

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -71,7 +72,30 @@ def api() -> Iterator[Api]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            if mode == "redirect":  # somewhere else entirely
+                self.send_response(302)
+                self.send_header("Location", "http://203.0.113.9/api/query")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if mode == "trickle":  # a header line every 0.5 s, never the body (each read is inside the socket timeout)
+                self.send_response(200)
+                try:
+                    for i in range(40):
+                        self.send_header(f"X-Slow-{i}", "x")
+                        self.wfile.write(b"")
+                        self.flush_headers()
+                        time.sleep(0.5)
+                except OSError:
+                    pass
+                return
             body = (FIX / ("empty.xml" if mode == "empty" else PAGES.get(start, "empty.xml"))).read_bytes()
+            if mode == "flood":  # a server that ignores max_results: page 1 three times over (15 entries)
+                text = body.decode()
+                head, _, rest = text.partition("<entry>")
+                entries = "<entry>" + rest.rpartition("</feed>")[0]
+                body = (head + entries.replace("<entry>", "<entry>", -1) + "".join(
+                    entries.replace("http://arxiv.org/abs/2", f"http://arxiv.org/abs/{k}") for k in (3, 4)) + "</feed>").encode()
             if mode == "html":
                 body = b"Rate exceeded.\n"
             self.send_response(200)
@@ -281,3 +305,28 @@ def test_new_papers_are_tagged_with_discovered_topics(seeded: Assistant, api: Ap
     rep = seeded.update()
     assert rep.tagged >= 1
     assert seeded.library.catalog.tags_of([first.id])[first.id][0][0] == "interactive-feedback"
+
+
+# -- issue 33, case 9: a server that never finishes, redirects elsewhere or ignores max_results ---------------
+
+
+def test_a_trickling_server_meets_a_deadline(seeded: Assistant, api: Api) -> None:
+    api.mode[0] = "trickle"
+    seeded.settings.arxiv_timeout_s = 2.0  # a header every 0.5 s never trips a 2 s socket timeout
+    t0 = time.perf_counter()
+    with pytest.raises(NetworkError, match="TimeoutError"):
+        seeded.update()
+    assert time.perf_counter() - t0 < 2 * 2.0 + 4  # two tries of 2 s (retries=1), not the server's 20 s
+
+
+def test_a_redirect_to_another_host_is_refused(seeded: Assistant, api: Api) -> None:
+    api.mode[0] = "redirect"
+    with pytest.raises(SourceError, match="redirected to another host"):
+        seeded.update()
+
+
+def test_a_page_larger_than_asked_is_cut_to_the_run_limit(seeded: Assistant, api: Api) -> None:
+    api.mode[0] = "flood"
+    seeded.settings.arxiv_max_papers = 7
+    rep = seeded.update()
+    assert rep.entries == 7 and rep.pages == 1 and "PAPERCHAT_ARXIV_MAX_PAPERS=7" in (rep.stopped or "")

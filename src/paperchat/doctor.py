@@ -20,6 +20,7 @@ fills it again from what survives:
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ from typing import Any
 
 from paperchat.catalog import Catalog
 from paperchat.errors import EmbedderMismatch, StoreError
+from paperchat.hashing import sha256_file
 from paperchat.ingestion.chunking import abstract_chunk
+from paperchat.ingestion.pdfstore import stored_copy
 from paperchat.library import Library, writer_lock
 from paperchat.providers.embedders import Embedder, get_embedder
 from paperchat.search_index import SearchIndex
@@ -109,6 +112,8 @@ def _light_embedder(settings: Settings, embedder: Embedder | None) -> Embedder:
 def check(settings: Settings, embedder: Embedder | None = None) -> Health:
     """Open each part on its own and list what is wrong (reads every chunk's metadata, no vectors)."""
     health = Health()
+    if _marker(settings).exists():
+        health.problems.append("a `paperchat doctor --repair` was stopped before it finished: run it again to finish it")
     emb = _light_embedder(settings, embedder)
     catalog: Catalog | None = None
     store: VectorStore | None = None
@@ -223,8 +228,15 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
     report = RepairReport()
     emb = _light_embedder(settings, embedder)
     with writer_lock(settings.data_dir):
+        marker = _marker(settings)
+        interrupted = marker.exists()  # an earlier repair was killed midway: its new catalogue is partial
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        marker.write_text(dt.datetime.now(dt.UTC).isoformat() + "\n")
         catalog, recreated = _open_catalog(settings, report)
         catalog.close()
+        if interrupted and not recreated:
+            report.actions.append("an earlier repair was stopped midway: its rows are rebuilt again from the store, the copies and the mirrors")
+            recreated = True
         _open_store(settings, emb, report)
         lib = Library(settings, embedder=emb)
         try:
@@ -240,7 +252,13 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
                 report.actions.append(f"restored {restored} follows and saves from user_lists.json")
         finally:
             lib.close()
+        marker.unlink(missing_ok=True)  # only a repair that ran to its end clears it
     return report
+
+
+def _marker(settings: Settings) -> Path:
+    """The file a repair holds while it runs: still there afterwards means it was stopped midway (issue 33, case 3)."""
+    return settings.data_dir / "REPAIR_IN_PROGRESS"
 
 
 def _restore_discovery(lib: Library, report: RepairReport) -> None:
@@ -266,7 +284,10 @@ def _restore_discovery(lib: Library, report: RepairReport) -> None:
 def _refill(lib: Library, recreated: bool, report: RepairReport) -> bool:
     """Make the catalogue and the store agree; True when the paper rows were rebuilt from the store."""
     inv = Inventory.of(lib.store)
-    rebuilt = recreated or (lib.catalog.count() == 0 and bool(inv.ids))
+    copies = lib.settings.uploads_dir.is_dir() and any(lib.settings.uploads_dir.glob("*.pdf"))
+    # an empty catalogue beside a store that holds chunks, or beside the folder's own PDF copies or topic mirror
+    # (the store and the catalogue both deleted, issue 33 case 5): the rows come back from what is left
+    rebuilt = recreated or (lib.catalog.count() == 0 and (bool(inv.ids) or copies or lib.catalog.discovery_mirror.exists()))
     if rebuilt:
         _rows_from_store(lib, inv, report)
     diff = compare(lib.catalog, inv)
@@ -306,7 +327,7 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
         ing = Ingester(lib)
         rep = ing.ingest_pdfs([copy])
         for pid in rep.paper_ids:
-            if pid in inv.papers:
+            if pid in inv.papers or not inv.ids:  # the store was lost too: the copies are all that is left of them
                 matched += 1
             else:  # a copy of no paper the store held (its id was not found in it): leave it out
                 ing.remove_paper(pid)
@@ -333,6 +354,20 @@ def _reembed_abstracts(lib: Library, paper_ids: list[str], report: RepairReport)
     report.actions.append(f"re-embedded {len(todo)} abstract chunks from the catalogue")
 
 
+def own_copy(settings: Settings, pdf_path: str | None, pdf_hash: str | None) -> Path | None:
+    """This data folder's own copy of a paper's PDF (`uploads/<sha256>.pdf`, wherever the folder now is), and only
+    when its content still has the recorded sha256: never the absolute path the catalogue recorded (a folder moved
+    or copied would re-ingest another store's files) and never a file that changed (issue 33, case 4)."""
+    sha = (pdf_hash or "").split(":")[0]
+    candidates = [stored_copy(pdf_path, settings)]
+    if re.fullmatch(r"[0-9a-f]{64}", sha):
+        candidates.append(settings.uploads_dir / f"{sha}.pdf")
+    for copy in candidates:
+        if copy is not None and copy.is_file() and (not sha or sha256_file(copy) == sha):
+            return copy
+    return None
+
+
 def _reingest_pdfs(lib: Library, paper_ids: list[str], report: RepairReport) -> None:
     if not paper_ids:
         return
@@ -341,11 +376,12 @@ def _reingest_pdfs(lib: Library, paper_ids: list[str], report: RepairReport) -> 
     rows = lib.catalog.stored_hashes()
     done = 0
     for pid in paper_ids:
-        path = rows.get(pid, (None, None, None))[2]
-        if not path or not Path(path).is_file():
+        _, pdf_hash, path = rows.get(pid, (None, None, None))
+        copy = own_copy(lib.settings, path, pdf_hash)
+        if copy is None:
             report.need_pdf.append(pid)
             continue
-        rep = Ingester(lib).ingest_pdfs([Path(path)], paper_id=pid)
+        rep = Ingester(lib).ingest_pdfs([copy], paper_id=pid)
         if not rep.papers:
             report.need_pdf.append(pid)
         else:

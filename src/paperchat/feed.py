@@ -20,6 +20,7 @@ import datetime as dt
 import http.client
 import json
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -28,7 +29,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paperchat import __version__
 from paperchat.dates import parse_date, plausible
@@ -96,6 +97,43 @@ def _offline(exc: BaseException) -> bool:
     return isinstance(reason, ConnectionRefusedError | socket.gaierror)
 
 
+class _SameHost(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the host asked (http -> https allowed); another host is an error, not a
+    silent move of the feed to wherever a server points it (issue 33, case 9)."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> urllib.request.Request | None:
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (new.hostname or "").lower() != (old.hostname or "").lower():
+            raise SourceError(f"the arXiv API at {old.netloc} redirected to another host ({new.netloc})", "check PAPERCHAT_ARXIV_API_URL")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameHost)
+
+
+def _within(seconds: float, call: Callable[[], bytes]) -> bytes:
+    """`call()` with a deadline on the whole of it: a socket timeout bounds each read, so a server that sends a
+    header line every 5 s, or trickles its body, never trips it. The call runs in a daemon thread; at the deadline
+    it is abandoned (its socket times out on its own) and TimeoutError raised here."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as is
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="paperchat-arxiv-get", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no complete answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]
+    value: bytes = box["value"]
+    return value
+
+
 class ArxivClient:
     """GET with arXiv's manners: a fixed pause between requests, a User-Agent, retries with backoff.
 
@@ -111,6 +149,17 @@ class ArxivClient:
         self.sleep = sleep
         self._last: float | None = None
         self.requests = 0
+
+    def _fetch(self, req: urllib.request.Request, host: str) -> bytes:
+        """One request, its body bounded; a redirect to another host is refused (`_SameHost`)."""
+        with _OPENER.open(req, timeout=self.timeout) as resp:
+            body: bytes = resp.read(MAX_PAGE_BYTES + 1)
+            if len(body) > MAX_PAGE_BYTES:
+                raise SourceError(f"the arXiv API at {host} sent a page over {MAX_PAGE_BYTES // 2**20} MB", "lower PAPERCHAT_ARXIV_PAGE_SIZE")
+            length = resp.headers.get("Content-Length", "")
+            if length.isdigit() and len(body) < int(length):  # a bounded read returns a cut body without a word
+                raise http.client.IncompleteRead(body, int(length) - len(body))
+            return body
 
     def _wait_turn(self, at_least: float = 0.0) -> None:
         wait = max(at_least, 0.0 if self._last is None else self.delay - (time.monotonic() - self._last))
@@ -132,14 +181,7 @@ class ArxivClient:
             self.requests += 1
             req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the configured API
-                    body: bytes = resp.read(MAX_PAGE_BYTES + 1)
-                    if len(body) > MAX_PAGE_BYTES:
-                        raise SourceError(f"the arXiv API at {host} sent a page over {MAX_PAGE_BYTES // 2**20} MB", "lower PAPERCHAT_ARXIV_PAGE_SIZE")
-                    length = resp.headers.get("Content-Length", "")
-                    if length.isdigit() and len(body) < int(length):  # a bounded read returns a cut body without a word
-                        raise http.client.IncompleteRead(body, int(length) - len(body))
-                    return body
+                return _within(self.timeout, lambda r=req: self._fetch(r, host))  # type: ignore[misc]
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRY_STATUS:
                     raise SourceError(f"the arXiv API at {host} answered HTTP {exc.code} {exc.reason}", "check PAPERCHAT_ARXIV_API_URL and PAPERCHAT_ARXIV_CATEGORIES") from exc
@@ -216,8 +258,12 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
         since = min(left, since) if since else left
     rep = UpdateReport(since=since, categories=list(settings.arxiv_categories))
     start = 0
+    deadline = time.monotonic() + settings.arxiv_run_timeout_s
     while True:
         where = f"page {rep.pages + 1} (start={start})"
+        if time.monotonic() > deadline:
+            rep.stopped = f"ran PAPERCHAT_ARXIV_RUN_TIMEOUT_S={settings.arxiv_run_timeout_s:g} s; run `paperchat update` again for the rest"
+            break
         try:
             items, n_entries, total = read_page(client.get(page_url(settings, start)), where)
         except (NetworkError, SourceError) as exc:
@@ -225,6 +271,9 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
                 exc.message += f", after {rep.new} new papers from {rep.pages} earlier page(s) were stored"
             raise
         rep.pages += 1
+        room = max(0, settings.arxiv_max_papers - start)
+        if n_entries > room:  # a server that ignores max_results: no more than the run may read
+            items, n_entries = items[:room], room
         rep.entries += n_entries
         papers = [p for p in items if isinstance(p, Paper)]
         keep = [p for p in papers if since is None or p.date is None or p.date >= since]

@@ -18,6 +18,7 @@ from paperchat.passages import in_context, page_text
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT, UNSUPPORTED_LLM
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
 from paperchat.query import rewrite_followup
+from paperchat.reader.model import sentence_reader
 from paperchat.retrieval import Retriever
 from paperchat.types import Answer, Hit, Scope, Source
 
@@ -59,7 +60,8 @@ class QA:
         self._answerer = answerer
         conf = library.settings.answers
         self.extractive = ExtractiveAnswerer(
-            embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=lambda ids: library.store.vectors(ids)
+            embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=lambda ids: library.store.vectors(ids),
+            reader=sentence_reader(library.settings), reader_mix=conf.reader_mix,
         )
 
     @property
@@ -112,7 +114,7 @@ class QA:
     def evidence(self, query: str, scope: Scope, sources: Sequence[Source]) -> Evidence:
         """What the best sentences of the sources hold of the question (for the refusal decision); for a
         paper, which question words the paper uses anywhere is read from the lexical index."""
-        reading = self.extractive.read(query, sources)
+        reading = self.extractive.read(query, sources, paper=scope.kind == "paper")
         counts: dict[str, int] | None = None
         if scope.kind == "paper" and scope.paper_id:
             lex = self.lib.ready_lexical()
@@ -128,6 +130,7 @@ class QA:
         rule = evidence.Refusal(
             conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names, min_asked=conf.refuse_asked_below if paper else 0.0,
             measures=paper and conf.refuse_unstated_measure, settings=paper and conf.refuse_unstated_setting,
+            min_reader=conf.reader_refuse_below if paper else None,
         )
         if not paper and conf.refuse_below_topic == 0.0:
             return None

@@ -145,6 +145,10 @@ class AnswerSettings(BaseModel):
             "0 of 30 answerable (chosen on one half, it held on the other)"
         ),
     )
+    reader_mix: float = Field(default=0.0, ge=0.0, le=10.0, description="paper answers with the reader on: weight of the rules' score added to the reader's logit")
+    reader_refuse_below: float | None = Field(
+        default=None, description="paper answers with the reader on: refuse when the reader's best logit is below this (None = the reader does not refuse)"
+    )
     refuse_below_topic: float = Field(
         default=0.0, description="topic questions: the same rule and threshold for topic questions (0 = off: no dev question to calibrate it on)"
     )
@@ -242,6 +246,9 @@ class Settings(BaseSettings):
         default=8.0, gt=0, description="longest line of a JSONL metadata file, in MB; a longer line is reported and skipped"
     )
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
+    reader: Literal["on", "off"] = Field(
+        default="on", description="paper answers: our trained sentence reader (models/reader-sentence) ranks the candidate sentences and joins the refusal checks; 'off' = the rules alone"
+    )
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")
     llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request")
@@ -269,7 +276,8 @@ class Settings(BaseSettings):
         default=2000, ge=1, description="`paperchat update`: most entries read in one run (an empty store starts from the newest this many)"
     )
     arxiv_retries: int = Field(default=3, ge=0, le=10, description="`paperchat update`: retries of a failed request, waiting arxiv_delay_s x 2^n before each")
-    arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: timeout of one request to the arXiv API")
+    arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: the most seconds one request to the arXiv API may take, headers and body together")
+    arxiv_run_timeout_s: float = Field(default=900.0, gt=0, description="`paperchat update`: the most seconds one run may spend; pages stored before it stay stored")
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="where the embedder runs: 'auto' (CUDA when the backend sees a GPU, else CPU), 'cpu', or 'cuda' (falls back to CPU with a line in the ingest summary)"
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from paperchat.answering.question import Focus, analyse
-from paperchat.answering.select import Scored, Weights, rank
+from paperchat.answering.select import Scored, SentenceScorer, Weights, rank
 from paperchat.answering.text import Candidate, candidates, names_in
 from paperchat.text import Tokenizer
 from paperchat.types import Source
@@ -29,10 +29,18 @@ class Reading:
     ranked: list[Scored]
 
 
-def read_sources(question: str, sources: Sequence[Source], tok: Tokenizer, embedder: Embedder | None = None, weights: Weights = Weights()) -> Reading:
+def read_sources(
+    question: str,
+    sources: Sequence[Source],
+    tok: Tokenizer,
+    embedder: Embedder | None = None,
+    weights: Weights = Weights(),
+    reader: SentenceScorer | None = None,
+    reader_mix: float = 0.0,
+) -> Reading:
     """Rank the quotable sentences of the sources for the question (names in the sources' titles do not
-    answer a "which model" question about that paper)."""
+    answer a "which model" question about that paper); with a sentence `reader`, it ranks the rules' best."""
     focus = analyse(question, tok)
     cands = candidates(sources, tok)
     known = frozenset().union(*(names_in(s.title) for s in sources)) if sources else frozenset()
-    return Reading(focus, cands, rank(focus, cands, embedder, weights, known))
+    return Reading(focus, cands, rank(focus, cands, embedder, weights, known, reader, reader_mix))

@@ -64,6 +64,7 @@ class Evidence:
     set_value: bool = True  # False when the question asks for a named setting's value and none of the best sentences gives one
     settings: tuple[str, ...] = ()
     setting_near: Scored | None = None  # the best sentence that names an asked setting (shown when its value is missing)
+    reader_top: float | None = None  # the sentence reader's best logit over the sentences it read (None: it did not read)
 
     @property
     def strength(self) -> float:
@@ -114,6 +115,9 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     """The evidence the ranked sentences give for the question."""
     if not ranked or not focus.terms:
         return Evidence(0.0, 0.0, 1.0 if focus.terms else 0.0, focus.names, False, None)
+    reader_top = max((s.reader for s in ranked if s.reader is not None), default=None)
+    if reader_top is not None:  # the checks below were calibrated on the rules' order: read them in it
+        ranked = sorted(ranked, key=lambda s: (-(s.rules if s.rules is not None else s.score), s.cand.n, s.cand.position))
     tw = term_weights(focus, cands)
     key = {t: focus.terms[t] for t in tw}  # coverage counts question weight only: rarity is about ranking
     total = sum(key.values()) or 1.0
@@ -134,7 +138,7 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     near = next((s for s in ranked[:SETTING_TOP] if any(names_setting(k, s.text) for k in focus.settings)), None)
     return Evidence(
         round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure,
-        set_value, focus.settings, near,
+        set_value, focus.settings, near, None if reader_top is None else round(reader_top, 4),
     )
 
 
@@ -156,6 +160,7 @@ class Refusal:
     min_asked: float = 0.0
     measures: bool = True
     settings: bool = False
+    min_reader: float | None = None
 
     def refuse(self, ev: Evidence) -> bool:
         """True when the sources do not answer: a name the question gives is missing, the evidence is weak, no
@@ -163,7 +168,8 @@ class Refusal:
         or none gives a value of the setting asked."""
         thin_asked = ev.asked is not None and ev.asked < self.min_asked
         unset = self.settings and not ev.set_value
-        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured) or unset
+        unread = self.min_reader is not None and ev.reader_top is not None and ev.reader_top < self.min_reader
+        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured) or unset or unread
 
     def nearest(self, ev: Evidence) -> Scored | None:
         """The sentence to show with the refusal: where the paper speaks of the setting whose value it does not give

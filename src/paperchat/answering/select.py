@@ -14,8 +14,8 @@ Each candidate sentence is scored by
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from paperchat.providers.embedders import Embedder
 
 MAX_EMBEDDED = 24  # candidates embedded per question, the best by words first (askpdf_dev: 24 and 48 rank the same)
+READ_TOP = 32  # candidates the sentence reader reads per question, the best by the rules first
+
+# The trained sentence reader (paperchat.reader): (question, sentences, their neighbours) -> one logit each
+SentenceScorer = Callable[[str, Sequence[str], Sequence[str]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Scored:
     cosine: float
     fits: bool
     gives_setting: bool = False  # it gives a value of a setting the question asks for (text.states_setting)
+    reader: float | None = None  # the sentence reader's logit (above 0: it answers), when the reader read it
+    rules: float | None = None  # the rules' score, when the reader's replaced it in `score`
 
     @property
     def text(self) -> str:
@@ -73,10 +79,17 @@ def term_weights(focus: Focus, cands: Sequence[Candidate]) -> dict[str, float]:
 
 
 def rank(
-    focus: Focus, cands: Sequence[Candidate], embedder: Embedder | None = None, weights: Weights = Weights(), known: frozenset[str] = frozenset()
+    focus: Focus,
+    cands: Sequence[Candidate],
+    embedder: Embedder | None = None,
+    weights: Weights = Weights(),
+    known: frozenset[str] = frozenset(),
+    reader: SentenceScorer | None = None,
+    reader_mix: float = 0.0,
 ) -> list[Scored]:
     """The candidates scored against the question, best first; `known` names (the paper's title's) do not
-    answer a "which model" question."""
+    answer a "which model" question. With a `reader`, the rules' best READ_TOP are read by it and ranked by its
+    logit (plus `reader_mix` times the rules' score), ahead of the rest."""
     if not cands or not focus.terms:
         return []
     tw = term_weights(focus, cands)
@@ -108,4 +121,20 @@ def rank(
         )
         out.append(Scored(c, score, lex[i], ctx[i], cos[i], fits, gives))
     out.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
+    if reader is not None and out:
+        top = out[:READ_TOP]
+        where = {(c.n, c.position): j for j, c in enumerate(cands)}
+        contexts = [_neighbours(cands, where[(sc.cand.n, sc.cand.position)]) for sc in top]
+        logits = reader(focus.question, [sc.text for sc in top], contexts)
+        read = [replace(sc, reader=float(lg), rules=sc.score, score=float(lg) + reader_mix * sc.score) for sc, lg in zip(top, logits, strict=True)]
+        read.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
+        out = read + out[READ_TOP:]
     return out
+
+
+def _neighbours(cands: Sequence[Candidate], i: int) -> str:
+    """The sentences before and after candidate i in its source (what the reader reads beside it)."""
+    c = cands[i]
+    prev = cands[i - 1].text if i > 0 and cands[i - 1].n == c.n else ""
+    nxt = cands[i + 1].text if i + 1 < len(cands) and cands[i + 1].n == c.n else ""
+    return " ".join(f"{prev} {nxt}".split())

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import numpy as np
 
 from paperchat.answering import Reading, read_sources, topic_map
+from paperchat.answering.select import SentenceScorer
 from paperchat.answering.text import widen
 from paperchat.answering.topic_map import TopicContext
 from paperchat.errors import AnswererError, ConfigError
@@ -97,6 +98,8 @@ class ExtractiveAnswerer:
         max_papers: int = 10,
         context_sentences: int = 2,
         stored_vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
+        reader: SentenceScorer | None = None,
+        reader_mix: float = 0.0,
     ) -> None:
         # max_sentences, per_paper and rerank are kept for callers of the earlier answerer; unused
         self.embedder = embedder
@@ -105,25 +108,28 @@ class ExtractiveAnswerer:
         self.stored_vectors = stored_vectors
         self.max_papers = max_papers
         self.context_sentences = context_sentences
+        self.reader = reader  # the trained sentence reader: paper answers only (topic maps keep the rules)
+        self.reader_mix = reader_mix
         self.tokenizer = Tokenizer()
         self._lock = threading.Lock()
-        self._last: tuple[tuple[str, tuple[str, ...]], Reading] | None = None
+        self._last: tuple[tuple[str, tuple[str, ...], bool], Reading] | None = None
 
-    def read(self, question: str, sources: Sequence[Source]) -> Reading:
+    def read(self, question: str, sources: Sequence[Source], paper: bool = False) -> Reading:
         """The question read against the sources (the last reading is kept: QA's evidence check and the
-        answer share it)."""
-        key = (question, tuple(f"{s.n}:{s.chunk_id or s.text[:64]}" for s in sources))
+        answer share it); for a paper question the sentence reader, when there is one, ranks the sentences."""
+        reader = self.reader if paper else None
+        key = (question, tuple(f"{s.n}:{s.chunk_id or s.text[:64]}" for s in sources), reader is not None)
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-        reading = read_sources(question, sources, self.tokenizer, self.embedder)
+        reading = read_sources(question, sources, self.tokenizer, self.embedder, reader=reader, reader_mix=self.reader_mix)
         with self._lock:
             self._last = (key, reading)
         return reading
 
     def compose(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> list[str]:
         """The answer as lines; the cannot-answer phrase when no sentence shares a word with the question."""
-        reading = self.read(question, sources)
+        reading = self.read(question, sources, paper=not topic_level)
         if not reading.ranked or reading.ranked[0].lexical <= 0.0 and reading.ranked[0].cosine <= 0.0:
             return [CANNOT_ANSWER]
         if topic_level:

@@ -1,0 +1,116 @@
+"""The sentence reader at run time: our own cross-encoder (trained by `paperchat.reader.train`, shipped in
+`models/reader-sentence/`, int8 ONNX) run by ONNX Runtime, with the tokenizer it was trained with.
+
+It scores (question, candidate sentence with its neighbours): a logit above 0 means the reader would rather quote
+that sentence than say the text does not answer (its training put "none of them" at 0). The weights are checked
+against the sha256 in their model card's folder before they load; a missing or altered file is a ConfigError that
+says how to get it back (nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from paperchat.errors import ConfigError
+
+if TYPE_CHECKING:
+    from paperchat.settings import Settings
+
+MAX_TOKENS = 128  # question + sentence + neighbours; longer pairs lose the end of the neighbours
+BATCH = 32
+MODELS_DIR = Path(__file__).resolve().parents[3] / "models"
+SENTENCE_READER = MODELS_DIR / "reader-sentence"
+
+
+def pair_text(sentence: str, context: str) -> str:
+    """What the reader reads beside the question: the sentence, then its neighbours."""
+    return f"{sentence} [SEP] {context}" if context else sentence
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class SentenceReader:
+    """Scores candidate sentences for a question (loaded lazily, thread-safe).
+
+    Args:
+        folder: the model folder (model.onnx, tokenizer/tokenizer.json, model.sha256).
+        model_file: the ONNX file inside it.
+        check: verify the sha256 before loading (training validates a fresh export without one).
+    """
+
+    def __init__(self, folder: Path = SENTENCE_READER, model_file: str = "model.onnx", check: bool = True) -> None:
+        self.folder = folder
+        self.model_file = model_file
+        self.check = check
+        self._session: Any = None
+        self._tok: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is None:
+                path = self.folder / self.model_file
+                if not path.exists():
+                    raise ConfigError(f"the sentence reader's weights are missing ({path})", "restore models/ from the repository, or set PAPERCHAT_READER=off")
+                if self.check:
+                    want = (self.folder / "model.sha256").read_text().split()[0]
+                    if _sha256(path) != want:
+                        raise ConfigError(f"{path} does not match its sha256 in model.sha256", "restore models/ from the repository, or set PAPERCHAT_READER=off")
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                tok = Tokenizer.from_file(str(self.folder / "tokenizer" / "tokenizer.json"))
+                tok.enable_truncation(MAX_TOKENS, strategy="only_second")
+                tok.enable_padding(pad_id=0, pad_token="[PAD]")
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = max(1, min(2, len(os.sched_getaffinity(0))))
+                opts.inter_op_num_threads = 1
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                self._tok = tok
+            return self._session, self._tok
+
+    def score(self, question: str, sentences: Sequence[str], contexts: Sequence[str] | None = None) -> np.ndarray:
+        """One logit per sentence (above 0: it answers the question rather than not)."""
+        if not sentences:
+            return np.zeros(0, dtype=np.float32)
+        session, tok = self._load()
+        ctx = contexts if contexts is not None else [""] * len(sentences)
+        pairs = [(question, pair_text(s, c)) for s, c in zip(sentences, ctx, strict=True)]
+        out = []
+        for i in range(0, len(pairs), BATCH):
+            enc = tok.encode_batch(pairs[i : i + BATCH])
+            feed = {
+                "input_ids": np.asarray([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.asarray([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.asarray([e.type_ids for e in enc], dtype=np.int64),
+            }
+            out.append(np.asarray(session.run(None, feed)[0], dtype=np.float32)[:, 0])
+        return np.concatenate(out)
+
+
+_SHARED: dict[Path, SentenceReader] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
+    """The sentence reader the settings ask for (`reader = "on"`: the shipped model, one session per process), or
+    None for `off` (the rules alone)."""
+    if settings.reader == "off":
+        return None
+    with _SHARED_LOCK:
+        reader = _SHARED.setdefault(SENTENCE_READER, SentenceReader(SENTENCE_READER))
+    return reader.score
