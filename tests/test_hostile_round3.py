@@ -195,3 +195,19 @@ def test_jsonl_whose_first_line_is_an_array_keeps_its_valid_lines(tmp_path: Path
     papers = [g for g in got if isinstance(g, Paper)]
     failures = [g for g in got if isinstance(g, Failure)]
     assert len(papers) == 3 and len(failures) == 1 and failures[0].source.endswith(":1")
+
+
+# -- 12. a removed paper's PDF copy ------------------------------------------------------------------------
+
+
+def test_removing_a_paper_removes_its_stored_pdf_copy(hashing_library: Library, tmp_path: Path) -> None:
+    from paperchat.ingestion.pdfstore import stored_copy
+    from paperchat.ingestion.pipeline import Ingester
+
+    ing = Ingester(hashing_library)
+    rep = ing.ingest_pdfs([make_pdf(tmp_path / "a.pdf", ["Routing queries to experts for long documents. " * 20])])
+    pid = rep.paper_ids[0]
+    copy = stored_copy(hashing_library.catalog.stored_hashes()[pid][2], hashing_library.settings)
+    assert copy is not None and copy.is_file()
+    assert ing.remove_paper(pid) > 0
+    assert not copy.exists() and stored_copy(str(copy), hashing_library.settings) is None

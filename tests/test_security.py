@@ -310,3 +310,29 @@ def test_failed_upload_leaves_no_file(library: Library, tmp_path: Path) -> None:
     assert pid, msg
     assert [p.name for p in uploads.iterdir()] == [f"{sha256_file(good)}.pdf"]
 
+
+
+@pytest.mark.slow  # a launched Gradio server
+def test_launched_app_refuses_cross_site_uploads(library: Library) -> None:
+    """Issue 33, case 12: a page on another site cannot upload into the app's temp folder (403); the app's own
+    page (same Origin) and clients without an Origin still can."""
+    Ingester(library).ingest_records([hostile_paper()])
+    boundary = "pcboundary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.pdf\"\r\nContent-Type: application/pdf\r\n\r\n"
+            f"%PDF-1.4 not really\r\n--{boundary}--\r\n").encode()
+    with launched(library) as (base, _core):
+        host = base.removeprefix("http://")
+
+        def upload(origin: str | None) -> int:
+            conn = http.client.HTTPConnection(host, timeout=60)
+            headers = {"Content-Type": f"multipart/form-data; boundary={boundary}", "Content-Length": str(len(body))}
+            if origin is not None:
+                headers["Origin"] = origin
+            conn.request("POST", "/gradio_api/upload", body=body, headers=headers)
+            status = conn.getresponse().status
+            conn.close()
+            return status
+
+        assert upload("https://evil.example") == 403
+        assert upload("null") == 403
+        assert upload(base) == 200 and upload(None) == 200

@@ -20,6 +20,7 @@ from paperchat.dates import parse_date
 from paperchat.discovery import tag_papers
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
+from paperchat.ingestion.pdfstore import store_pdf, stored_copy
 from paperchat.ingestion.records import Failure
 from paperchat.library import Library
 from paperchat.providers.embedders import device_note, device_of
@@ -425,8 +426,7 @@ class Ingester:
         self._remove_stale([q.paper.id], "pdf", q.chunk_ids, report)
         if q.is_new:
             self.lib.catalog.upsert_papers([(q.paper, q.abs_chunk.id if q.abs_chunk else None, q.topics)])
-        from paperchat.ingestion.pdfstore import store_pdf  # the app serves only these copies, never the source folder
-
+        # the app serves only these copies (pdfstore), never the source folder
         stored = store_pdf(Path(q.pdf.path), q.pdf.sha256, self.settings)
         self.lib.catalog.set_pdf(q.paper, str(stored), q.pdf.sha256, q.pdf_hash, q.topics)
         report.papers += 1
@@ -442,10 +442,17 @@ class Ingester:
     def _remove_paper(self, paper_id: str) -> int:
         ids = self.lib.store.ids_of_paper(paper_id)
         known = self.lib.catalog.get(paper_id) is not None
+        _, pdf_hash, pdf_path = self.lib.catalog.stored_hashes().get(paper_id, (None, None, None))
         if ids:
             self._mark_dirty()
             self.lib.store.delete(ids)
         self.lib.catalog.remove_paper(paper_id)
         self.finish()
+        # its stored PDF copy goes too (it was still served after the paper was removed, issue 33 case 12),
+        # unless another paper holds the same file
+        copy = stored_copy(pdf_path, self.lib.settings)
+        sha = (pdf_hash or "").split(":")[0]
+        if copy is not None and not any((h or "").split(":")[0] == sha for _, h, _ in self.lib.catalog.stored_hashes().values()):
+            copy.unlink(missing_ok=True)
         return len(ids) if (ids or known) else -1
 

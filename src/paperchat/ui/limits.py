@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from paperchat.settings import Settings
 
@@ -88,3 +89,30 @@ class BodyLimit:
         body = f"request body over the {self.max_bytes:,}-byte limit (questions: at most the configured number of characters)".encode()
         await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+class SameOrigin:
+    """ASGI middleware: a POST that a browser sends from another site (its `Origin` names another host than the
+    one asked) is refused with 403, so no web page can upload files into the app's temp folder or call its API
+    with the user's browser (issue 33, case 12). Requests without an `Origin` (gradio_client, curl, the CLI) are
+    not browsers acting for another site and pass."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, or answer 403 for a cross-site POST."""
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            headers = {name: value for name, value in scope.get("headers", [])}
+            origin = headers.get(b"origin", b"").decode("latin-1").strip()
+            host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+            if origin and origin != "null" and urlsplit(origin).netloc.lower() != host:
+                body = b"cross-site request refused: open the app at its own address"
+                await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            if origin == "null":  # a sandboxed frame or a file:// page: never the app's own page
+                await send({"type": "http.response.start", "status": 403, "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await self.app(scope, receive, send)

@@ -38,12 +38,12 @@ def launch_options(settings: Settings) -> dict[str, Any]:
     limits uploaded files, so a 100 MB question would otherwise be read and parsed whole)."""
     from starlette.middleware import Middleware
 
-    from paperchat.ui.limits import BodyLimit, request_limit_bytes
+    from paperchat.ui.limits import BodyLimit, SameOrigin, request_limit_bytes
 
     return {
         "allowed_paths": allowed_paths(settings),
         "max_file_size": f"{int(settings.max_pdf_mb)}mb",
-        "app_kwargs": {"middleware": [Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
+        "app_kwargs": {"middleware": [Middleware(SameOrigin), Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
     }
 
 
