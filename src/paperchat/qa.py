@@ -209,6 +209,8 @@ class QA:
         best = max((h.dense or 0.0 for h in hits), default=0.0)
         t2 = time.perf_counter()
         refusal = self.refusal(query, scope, sources) if hits and best >= self.lib.settings.retrieval.abstain_below else None
+        if hits and scope.kind == "paper" and self.extractive.reader is not None:  # the reading the refusal check made (cached)
+            record.reader_top = max((s.reader for s in self.extractive.read(query, sources, paper=True).ranked if s.reader is not None), default=None)
         if not hits or best < self.lib.settings.retrieval.abstain_below:
             record.abstained = True
             record.answer = f'{CANNOT_ANSWER} Searched {scope.describe()} for "{query}"; the closest passages were not relevant enough.'

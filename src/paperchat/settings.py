@@ -254,6 +254,8 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request")
     llm_max_retries: int = Field(default=2, ge=0, description="retries (with backoff) of a failed LLM request")
     host: str = Field(default="127.0.0.1", description="address the app binds to")
+    mcp_allowed_folders: list[Path] = Field(default_factory=list, description="`paperchat mcp`: folders whose PDFs the add_pdf tool may read (none: add_pdf is off)")
+    mcp_token: str | None = Field(default=None, description="`paperchat mcp --http`: the bearer token clients must send (required beyond 127.0.0.1)")
     port: int | None = Field(default=None, description="port of the app (else GRADIO_SERVER_PORT, else 7860)")
     auth: str | None = Field(default=None, description="'user:password' required when serving beyond 127.0.0.1")
     max_question_chars: int = Field(

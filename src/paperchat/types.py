@@ -198,6 +198,9 @@ class Answer(BaseModel):
     fallback: str | None = Field(default=None, description="why the configured answerer was replaced")
     statements: list[Statement] = Field(default_factory=list, description="an LLM answer's sentences, each with its support")
     evidence: str = Field(default="", description="an LLM answer's extractive answer from the same sources, shown below it")
+    reader_top: float | None = Field(
+        default=None, description="paper answers with the sentence reader on: its best logit over the sentences read (above 0: it would quote one rather than refuse)"
+    )
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:

@@ -12,11 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, serve, topics, update
+from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, mcp, serve, topics, update
 from paperchat.cli.common import OneLineParser
 from paperchat.errors import PaperchatError
 
-GROUPS = (ingest, update, digest, collection, topics, ask, evaluate, bench, doctor, export, serve)
+GROUPS = (ingest, update, digest, collection, topics, ask, evaluate, bench, doctor, export, serve, mcp)
 
 
 def build_parser() -> OneLineParser:

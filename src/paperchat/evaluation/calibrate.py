@@ -153,3 +153,24 @@ def sweep(rows: Sequence[dict[str, Any]], lo: float = 0.0, hi: float = 0.8, step
         "unanswerable_top_dense": sorted(round(r["top_dense"], 3) for r in neg),
         "answerable_min_top_dense": round(min((r["top_dense"] for r in pos), default=0.0), 3),
     }
+
+
+def choose_reader_threshold(rows: Sequence[dict[str, Any]], max_wrong_share: float = 0.02) -> dict[str, Any]:
+    """The sentence reader's refusal threshold from an `eval run` (results.jsonl rows, run with the reader on and
+    no reader threshold): the highest logit threshold under which at most `max_wrong_share` of the answerable
+    questions the other checks answered would be refused, with what it adds. Only paper questions count."""
+    def unanswerable(r: dict[str, Any]) -> bool:  # the run scores abstention only on unanswerable questions
+        return "answer.abstention_accuracy" in (r.get("metrics") or {})
+
+    answered = [r for r in rows if r.get("answer") and r["answer"].get("reader_top") is not None and not r["answer"].get("abstained")]
+    good = sorted(float(r["answer"]["reader_top"]) for r in answered if not unanswerable(r))
+    bad = [float(r["answer"]["reader_top"]) for r in answered if unanswerable(r)]
+    allowed = int(max_wrong_share * len(good))
+    threshold = good[allowed] if len(good) > allowed else float("inf")  # refusing below it refuses `allowed` answerable
+    return {
+        "threshold": round(threshold, 4),
+        "answerable_answered": len(good),
+        "unanswerable_answered": len(bad),
+        "more_right_refusals": sum(1 for b in bad if b < threshold),
+        "more_wrong_refusals": sum(1 for g in good if g < threshold),
+    }

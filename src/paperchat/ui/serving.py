@@ -60,6 +60,10 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
         if report is not None:
             print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
             core.ready()
+        if not core.library.catalog.discovered() and core.library.catalog.count():
+            # the fine-grained topics a new user expects on All topics (before, only `topics discover` made them)
+            print("discovering topics (first start only) ...")
+            print(f"topics discovered: {core.discover().summary()}")
     adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
     if adopted or unlinked:
         print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")

@@ -1,0 +1,1 @@
+"""The MCP server: the library from any assistant (`paperchat mcp`)."""
