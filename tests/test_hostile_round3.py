@@ -211,3 +211,28 @@ def test_removing_a_paper_removes_its_stored_pdf_copy(hashing_library: Library, 
     assert copy is not None and copy.is_file()
     assert ing.remove_paper(pid) > 0
     assert not copy.exists() and stored_copy(str(copy), hashing_library.settings) is None
+
+
+# -- 12. Ctrl-C while the model loads ----------------------------------------------------------------------
+
+
+@pytest.mark.slow  # the real embedder loads in a subprocess, interrupted at several moments
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.5, 2.5])
+def test_ctrl_c_during_model_loading_exits_130_in_one_line(tmp_path: Path, delay: float) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "PAPERCHAT_DATA_DIR": str(tmp_path / "d")}
+    command = str(Path(sys.executable).with_name("paperchat"))  # the installed entry point (paperchat.launch:run)
+    proc = subprocess.Popen([command, "ask", "How are negatives chosen?"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode == 0 and "interrupted" not in err:  # finished before the signal came: nothing to check
+        pytest.skip("the command ended before the interrupt")
+    assert proc.returncode == 130, (proc.returncode, err[-500:])
+    assert "Traceback" not in err and "interrupted" in err, err[-500:]

@@ -9,12 +9,16 @@ do)`) and exits 2; ingest exits 0 (all fine), 1 (some inputs failed) or 2 (nothi
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, mcp, serve, topics, update
 from paperchat.cli.common import OneLineParser
 from paperchat.errors import PaperchatError
+from paperchat.launch import INTERRUPTED
 
 GROUPS = (ingest, update, digest, collection, topics, ask, evaluate, bench, doctor, export, serve, mcp)
 
@@ -32,8 +36,12 @@ def build_parser() -> OneLineParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code (errors are printed as one line, never a traceback)."""
     args = build_parser().parse_args(argv)
+    interrupted, previous = _watch_interrupts()
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        # a Ctrl-C that a library swallowed (raised inside a __del__ or a finally of a model load) still ends the
+        # command as interrupted, not as a success (issue 33, case 12)
+        return _interrupted() if interrupted.is_set() else code
     except PaperchatError as exc:
         from paperchat.assistant import printable
 
@@ -43,5 +51,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print("paperchat: interrupted; run the same command again to finish (nothing is lost)", file=sys.stderr)
-        return 130
+        return _interrupted()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted() -> int:
+    try:
+        print(INTERRUPTED, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr already closed (a killed terminal): nothing to say it on
+        pass
+    return 130
+
+
+def _watch_interrupts() -> tuple[threading.Event, Any]:
+    """Remember every SIGINT (then raise KeyboardInterrupt as Python does), so one that a library swallows is still
+    seen when the command returns. Only in the main thread (signal handlers can be set only there)."""
+    seen = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return seen, None
+
+    def on_sigint(signum: int, frame: object) -> None:
+        seen.set()
+        raise KeyboardInterrupt
+
+    return seen, signal.signal(signal.SIGINT, on_sigint)

@@ -2,6 +2,6 @@
 
 import sys
 
-from paperchat.cli import main
+from paperchat.launch import run
 
-sys.exit(main())
+sys.exit(run())
