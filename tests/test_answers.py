@@ -218,7 +218,7 @@ def test_clustering_is_deterministic_and_labels_are_distinctive() -> None:
         ["Outcome rewards with credit assignment.", "Credit assignment spreads outcome rewards over turns."],
     ]
     labels = topic_map.label_groups(texts)
-    assert "process" in labels[0].lower() and "credit" in labels[1].lower() or "outcome" in labels[1].lower()
+    assert "process" in labels[0].lower() and ("credit" in labels[1].lower() or "outcome" in labels[1].lower()), labels
     assert topic_map.focus_phrase("What reward designs are used to train search agents?") == "Reward designs used to train search agents"
     assert topic_map.focus_phrase("What reward designs have been proposed for search agents?") == "Reward designs proposed for search agents"
     assert topic_map.focus_phrase("What approaches synthesize environments for agents?") == "Approaches that synthesize environments for agents"

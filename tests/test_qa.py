@@ -122,7 +122,8 @@ def test_topic_scope_date_window_and_diversity(built_library: Library) -> None:
     per_paper: dict[str, int] = {}
     for h in hits:
         per_paper[h.chunk.paper_id] = per_paper.get(h.chunk.paper_id, 0) + 1
-    assert max(per_paper.values()) <= 2 or len(members) * 2 < 8
+    assert len(members) >= 4  # enough papers that two chunks each fill the 8 hits: the cap must hold, no way around it
+    assert max(per_paper.values()) <= 2, per_paper
     since = dt.date(2026, 1, 1)
     recent = retr.search("retrieval augmented generation", Scope.for_topic("rag", since=since), k=8)
     dates = built_library.catalog.get_many(h.chunk.paper_id for h in recent)
