@@ -234,5 +234,8 @@ def test_ctrl_c_during_model_loading_exits_130_in_one_line(tmp_path: Path, delay
     out, err = proc.communicate(timeout=120)
     if proc.returncode == 0 and "interrupted" not in err:  # finished before the signal came: nothing to check
         pytest.skip("the command ended before the interrupt")
+    if proc.returncode == -signal.SIGINT:  # the signal came before the interpreter had started: killed by it, silently
+        assert not err.strip(), err[-500:]
+        return
     assert proc.returncode == 130, (proc.returncode, err[-500:])
     assert "Traceback" not in err and "interrupted" in err, err[-500:]

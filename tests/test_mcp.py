@@ -106,7 +106,8 @@ async def _exercise(client: Any, data: Path, pdf_ok: Path | None, pdf_outside: P
     assert "not a date" in await error("search_papers", {"query": "x", "since": "last week"})
     assert "query is empty" in await error("search_papers", {"query": "  "})
     if pdf_outside is not None:
-        assert "outside the folders" in await error("add_pdf", {"path": str(pdf_outside)})
+        assert "not a file under the folders" in await error("add_pdf", {"path": str(pdf_outside)})
+        assert "not a file under the folders" in await error("add_pdf", {"path": str(pdf_outside.parent / "missing.pdf")})  # the same line: no probing
     if pdf_ok is not None:
         got["add_pdf"] = await call("add_pdf", {"path": str(pdf_ok)})
         assert got["add_pdf"]["outcome"] == "added" and got["add_pdf"]["chunks_added"] >= 1

@@ -325,7 +325,8 @@ def test_llm_without_or_with_invalid_citations(demo_library: Library) -> None:
     with FakeLLM("Negatives are chosen with care.") as llm:
         ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))
     # an answer that cites nothing supports nothing: marked, and the extractive answer from the same sources shown
-    assert ans.uncited and ans.fallback == UNSUPPORTED_LLM and ans.citations and "chosen with care" not in ans.answer
+    assert ans.fallback == UNSUPPORTED_LLM and ans.answerer == "extractive" and ans.citations and "chosen with care" not in ans.answer
+    assert not ans.evidence  # the evidence is the answer now, shown once
     with FakeLLM("Negatives come from BM25 [14] and [0] and [3-40].") as llm:
         ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID), k=5)
     assert all(c.n <= 5 for c in ans.citations) and 14 in ans.dropped_citations

@@ -112,7 +112,7 @@ def _light_embedder(settings: Settings, embedder: Embedder | None) -> Embedder:
 def check(settings: Settings, embedder: Embedder | None = None) -> Health:
     """Open each part on its own and list what is wrong (reads every chunk's metadata, no vectors)."""
     health = Health()
-    if _marker(settings).exists():
+    if _marker(settings).exists() and _marker(settings).read_text(errors="replace").startswith("recreated"):
         health.problems.append("a `paperchat doctor --repair` was stopped before it finished: run it again to finish it")
     emb = _light_embedder(settings, embedder)
     catalog: Catalog | None = None
@@ -229,11 +229,18 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
     emb = _light_embedder(settings, embedder)
     with writer_lock(settings.data_dir):
         marker = _marker(settings)
-        interrupted = marker.exists()  # an earlier repair was killed midway: its new catalogue is partial
+        # an earlier repair was killed after it made a new catalogue: that catalogue is partial
+        interrupted = marker.exists() and marker.read_text(errors="replace").startswith("recreated")
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        marker.write_text(dt.datetime.now(dt.UTC).isoformat() + "\n")
-        catalog, recreated = _open_catalog(settings, report)
+        marker.write_text("started " + dt.datetime.now(dt.UTC).isoformat() + "\n")
+        try:
+            catalog, recreated = _open_catalog(settings, report)
+        except BaseException:
+            marker.unlink(missing_ok=True)  # nothing was changed yet
+            raise
         catalog.close()
+        if recreated:  # from here a stop leaves a partial catalogue: the next repair must rebuild it
+            marker.write_text("recreated " + dt.datetime.now(dt.UTC).isoformat() + "\n")
         if interrupted and not recreated:
             report.actions.append("an earlier repair was stopped midway: its rows are rebuilt again from the store, the copies and the mirrors")
             recreated = True
@@ -250,9 +257,13 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
             restored = lib.catalog.restore_user_lists() if recreated else 0  # a healthy catalogue is the truth: a stale mirror must not undo unfollows
             if restored:
                 report.actions.append(f"restored {restored} follows and saves from user_lists.json")
+        except BaseException:
+            if not recreated:  # the catalogue was sound when this run began: nothing for the next run to finish
+                marker.unlink(missing_ok=True)
+            raise
         finally:
             lib.close()
-        marker.unlink(missing_ok=True)  # only a repair that ran to its end clears it
+        marker.unlink(missing_ok=True)  # a repair that ran to its end clears it
     return report
 
 
@@ -330,7 +341,7 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
             if pid in inv.papers or not inv.ids:  # the store was lost too: the copies are all that is left of them
                 matched += 1
             else:  # a copy of no paper the store held (its id was not found in it): leave it out
-                ing.remove_paper(pid)
+                ing.remove_paper(pid, keep_copy=True)  # the folder's copy stays: it may be another paper's PDF
     # rebuilt rows are not arrivals: only the ingest times the mirror gave back stay, the rest count as old (so
     # that ingesting the abstract files again, as the report asks, does not make them all new in the digest)
     lib.catalog.mark_old(set(lib.catalog.stored_hashes()) - arrived)

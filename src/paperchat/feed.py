@@ -263,7 +263,8 @@ def update(lib: Library, settings: Settings, ingest: Ingest, client: ArxivClient
         where = f"page {rep.pages + 1} (start={start})"
         if time.monotonic() > deadline:
             rep.stopped = f"ran PAPERCHAT_ARXIV_RUN_TIMEOUT_S={settings.arxiv_run_timeout_s:g} s; run `paperchat update` again for the rest"
-            break
+            rep.seconds = time.perf_counter() - t0
+            return rep  # the pending mark stays: the next run reaches back as far as this one meant to
         try:
             items, n_entries, total = read_page(client.get(page_url(settings, start)), where)
         except (NetworkError, SourceError) as exc:

@@ -250,7 +250,10 @@ class QA:
                     # nothing the model said is backed by what it cites (an injected "PWNED [1]", an answer from
                     # its own memory): the extractive answer from the same sources replaces it, and says so
                     record.fallback = UNSUPPORTED_LLM
-                    record.answer = record.evidence or CANNOT_ANSWER
+                    record.answer, record.evidence = record.evidence or CANNOT_ANSWER, ""
+                    record.answerer, record.model = self.extractive.name, self.extractive.model
+                    record.dropped_citations = []
+                    record.uncited = False
                     record.abstained = CANNOT_ANSWER.lower() in record.answer.lower()
                     record.citations = build_citations(record.answer, sources)
                     record.statements = []

@@ -52,19 +52,21 @@ def bound_memory(extra_mb: float) -> None:
         pass
 
 
-def die_with_parent(parent: int, extra_mb: float = 0.0) -> None:
+def die_with_parent(parent: int, extra_mb: float = 0.0, deathsig: bool = True) -> None:
     """Worker initializer: the worker dies when the process that started it dies, even by SIGKILL, and (with
     `extra_mb`) may grow at most that much beyond its size at start.
 
     The kernel's parent-death signal (Linux prctl) kills it at once; a watchdog thread on the parent's pid
-    covers other systems (and a parent that died before the signal was armed).
+    covers other systems (and a parent that died before the signal was armed). The signal fires when the *thread*
+    that forked the worker ends, so a long-lived worker forked from a pool thread (the app's, the MCP server's,
+    which retire when idle) passes `deathsig=False` and relies on the watchdog alone.
     """
     import ctypes
     import signal
     import sys
     import time
 
-    if sys.platform.startswith("linux"):
+    if deathsig and sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
         except (OSError, AttributeError):
@@ -105,7 +107,7 @@ class BoundedWorker:
     def _ensure(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             ctx = mp.get_context("fork")
-            self._pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(), self.memory_mb))
+            self._pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(), self.memory_mb, False))
             if not self._exit_hook:  # stopped before the interpreter tears down the executor's machinery
                 atexit.register(self.close)
                 self._exit_hook = True
@@ -127,8 +129,12 @@ class BoundedWorker:
             WorkerFailed: the call took longer than `timeout_s`, or the child died (out of memory, a crash).
         """
         with self._lock:
-            fut = self._ensure().submit(fn, *args)
             try:
+                try:
+                    fut = self._ensure().submit(fn, *args)
+                except cf.process.BrokenProcessPool:  # the child died between calls: a fresh one, once
+                    self._kill()
+                    fut = self._ensure().submit(fn, *args)
                 return fut.result(timeout=self.timeout_s)
             except cf.TimeoutError:
                 self._kill()

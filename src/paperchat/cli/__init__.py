@@ -41,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args.func(args))
         # a Ctrl-C that a library swallowed (raised inside a __del__ or a finally of a model load) still ends the
         # command as interrupted, not as a success (issue 33, case 12)
-        return _interrupted() if interrupted.is_set() else code
+        # (a server's Ctrl-C is how it is stopped: `serve` and `mcp` end with their own status)
+        return _interrupted() if interrupted.is_set() and not getattr(args, "long_running", False) else code
     except PaperchatError as exc:
         from paperchat.assistant import printable
 

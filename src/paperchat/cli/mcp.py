@@ -36,4 +36,4 @@ def register(sub: Any) -> None:
     m.add_argument("--host", default="127.0.0.1", help="with --http: the address to bind (beyond loopback a token is required)")
     m.add_argument("--port", type=int_in(1, 65535, "--port"), default=8765, help="with --http: the port (default 8765)")
     m.add_argument("--token", default=None, help="with --http: clients must send 'Authorization: Bearer TOKEN' (or PAPERCHAT_MCP_TOKEN)")
-    m.set_defaults(func=cmd_mcp)
+    m.set_defaults(func=cmd_mcp, long_running=True)

@@ -21,4 +21,4 @@ def register(sub: Any) -> None:
     sv = sub.add_parser("serve", help="start the app (ingests the bundled demo corpus on first start)")
     sv.add_argument("--insecure", action="store_true", help="allow serving beyond 127.0.0.1 without PAPERCHAT_AUTH")
     sv.add_argument("--no-demo", action="store_true", help="do not ingest the bundled demo corpus")
-    sv.set_defaults(func=cmd_serve)
+    sv.set_defaults(func=cmd_serve, long_running=True)

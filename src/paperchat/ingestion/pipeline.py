@@ -434,12 +434,13 @@ class Ingester:
 
     # -- removal --------------------------------------------------------------------------------------
 
-    def remove_paper(self, paper_id: str) -> int:
-        """Remove a paper's chunks and catalogue entry; returns the number of chunks removed."""
+    def remove_paper(self, paper_id: str, keep_copy: bool = False) -> int:
+        """Remove a paper's chunks and catalogue entry (and its stored PDF copy unless `keep_copy`); returns the
+        number of chunks removed."""
         with self.lib.writing():
-            return self._remove_paper(paper_id)
+            return self._remove_paper(paper_id, keep_copy)
 
-    def _remove_paper(self, paper_id: str) -> int:
+    def _remove_paper(self, paper_id: str, keep_copy: bool = False) -> int:
         ids = self.lib.store.ids_of_paper(paper_id)
         known = self.lib.catalog.get(paper_id) is not None
         _, pdf_hash, pdf_path = self.lib.catalog.stored_hashes().get(paper_id, (None, None, None))
@@ -450,7 +451,7 @@ class Ingester:
         self.finish()
         # its stored PDF copy goes too (it was still served after the paper was removed, issue 33 case 12),
         # unless another paper holds the same file
-        copy = stored_copy(pdf_path, self.lib.settings)
+        copy = None if keep_copy else stored_copy(pdf_path, self.lib.settings)
         sha = (pdf_hash or "").split(":")[0]
         if copy is not None and not any((h or "").split(":")[0] == sha for _, h, _ in self.lib.catalog.stored_hashes().values()):
             copy.unlink(missing_ok=True)

@@ -54,7 +54,9 @@ def http_app(core: Assistant, settings: Settings, host: str, token: str | None) 
     from mcp.server.transport_security import TransportSecuritySettings
 
     security = None
-    if host not in ("127.0.0.1", "localhost", "::1"):  # the SDK protects loopback itself; beyond it, the host given
+    if host in ("0.0.0.0", "::", ""):  # every interface: clients name it by any address, so the token is the guard
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    elif host not in ("127.0.0.1", "localhost", "::1"):  # the SDK protects loopback itself; beyond it, the host given
         security = TransportSecuritySettings(allowed_hosts=[f"{host}:*", "127.0.0.1:*", "localhost:*"], allowed_origins=[f"http://{host}:*"])
     app = build_server(core, settings.mcp_allowed_folders).streamable_http_app(host=host, transport_security=security)
     return bearer_guard(app, token) if token else app

@@ -10,6 +10,7 @@ reads only files under the folders the user allowed (`PAPERCHAT_MCP_ALLOWED_FOLD
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -117,15 +118,16 @@ class PaperchatTools:
         """The file, when it lies under an allowed folder (after resolving links); else a tool error saying why."""
         if not self.allowed:
             raise ToolError("adding PDFs is off: set PAPERCHAT_MCP_ALLOWED_FOLDERS to the folders paperchat may read")
-        p = Path(path).expanduser()
+        refused = ToolError(f"{path} is not a file under the folders paperchat may read ({', '.join(map(str, self.allowed))})")
+        lexical = Path(os.path.abspath(Path(path).expanduser()))
+        if not any(lexical.is_relative_to(folder) for folder in self.allowed):
+            raise refused  # decided before the file system is asked: no probing of paths outside the folders
         try:
-            real = p.resolve(strict=True)
+            real = lexical.resolve(strict=True)
         except (OSError, RuntimeError):
-            raise ToolError(f"no such file: {path}") from None
-        if not any(real.is_relative_to(folder) for folder in self.allowed):
-            raise ToolError(f"{path} is outside the folders paperchat may read ({', '.join(map(str, self.allowed))})")
-        if not real.is_file():
-            raise ToolError(f"{path} is not a file")
+            raise refused from None
+        if not real.is_file() or not any(real.is_relative_to(folder) for folder in self.allowed):  # a link out
+            raise refused
         return real
 
 

@@ -192,10 +192,11 @@ class ExtractiveAnswerer:
 # still read normally; such a sentence is replaced, and the answer's support check does the rest.
 _INJECTION = re.compile(
     r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding|system)\s+(?:instructions?|prompts?|rules|messages?)"
-    r"|(?:answer|reply|respond|say|output|print|write)\s+(?:only\s+|just\s+|exactly\s+|with\s+)+['\"“]?[A-Z0-9]{3,}\b"
+    r"|(?:answer|reply|respond|say|output|print|write)\s+(?:only\s+|just\s+|exactly\s+|with\s+)+['\"“]?(?-i:[A-Z0-9]{3,})\b"
     r"|\byou\s+are\s+now\b|\bnew\s+instructions?\s*:|\bsystem\s+prompt\s*:|</?\s*(?:source|system|instructions?)\b",
     re.IGNORECASE,
 )
+_TO_END = re.compile(f"(?:{_INJECTION.pattern})[^.!?]*[.!?]?", re.IGNORECASE)
 _SENT = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 
 
@@ -204,6 +205,7 @@ def fence(text: str) -> str:
     replaced by REMOVED_INSTRUCTION, and no tag can be closed or opened from inside."""
     if _INJECTION.search(text):
         text = "".join(REMOVED_INSTRUCTION + " " if _INJECTION.search(m.group(0)) else m.group(0) for m in _SENT.finditer(text) if m.group(0))
+        text = _TO_END.sub(REMOVED_INSTRUCTION, text)  # a phrase across a line break is in no one sentence: to its end
     return text.replace("<", "‹").replace(">", "›")
 
 

@@ -97,16 +97,26 @@ class SameOrigin:
     with the user's browser (issue 33, case 12). Requests without an `Origin` (gradio_client, curl, the CLI) are
     not browsers acting for another site and pass."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, loopback_only: bool = False) -> None:
         self.app = app
+        # served on 127.0.0.1: a request naming another host in `Host` came through DNS rebinding (a page of
+        # evil.example whose name now points at 127.0.0.1), where Origin and Host agree
+        self.loopback_only = loopback_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the request on, or answer 403 for a cross-site POST."""
-        if scope["type"] == "http" and scope.get("method") == "POST":
+        """Pass the request on, or answer 403 for a cross-site POST (or, on loopback, a rebound host name)."""
+        if scope["type"] == "http":
             headers = {name: value for name, value in scope.get("headers", [])}
-            origin = headers.get(b"origin", b"").decode("latin-1").strip()
             host = headers.get(b"host", b"").decode("latin-1").strip().lower()
-            if origin and origin != "null" and urlsplit(origin).netloc.lower() != host:
+            if self.loopback_only and host and urlsplit(f"//{host}").hostname not in ("127.0.0.1", "localhost", "::1"):
+                await send({"type": "http.response.start", "status": 403, "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            origin = headers.get(b"origin", b"").decode("latin-1").strip()
+            # behind a proxy that rewrites Host, the browser's host is in X-Forwarded-Host
+            shown = {host, headers.get(b"x-forwarded-host", b"").decode("latin-1").strip().lower()} - {""}
+            if origin and origin != "null" and urlsplit(origin).netloc.lower() not in shown:
                 body = b"cross-site request refused: open the app at its own address"
                 await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})

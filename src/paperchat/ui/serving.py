@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from paperchat.assistant import Assistant, pdf_folder
+from paperchat.errors import PaperchatError
 from paperchat.settings import Settings
 
 
@@ -43,7 +44,7 @@ def launch_options(settings: Settings) -> dict[str, Any]:
     return {
         "allowed_paths": allowed_paths(settings),
         "max_file_size": f"{int(settings.max_pdf_mb)}mb",
-        "app_kwargs": {"middleware": [Middleware(SameOrigin), Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
+        "app_kwargs": {"middleware": [Middleware(SameOrigin, loopback_only=settings.host in ("127.0.0.1", "localhost", "::1")), Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
     }
 
 
@@ -63,7 +64,10 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
         if not core.library.catalog.discovered() and core.library.catalog.count():
             # the fine-grained topics a new user expects on All topics (before, only `topics discover` made them)
             print("discovering topics (first start only) ...")
-            print(f"topics discovered: {core.discover().summary()}")
+            try:
+                print(f"topics discovered: {core.discover().summary()}")
+            except PaperchatError as exc:  # too few papers yet: the app serves the hand-written topics
+                print(f"no topics discovered ({exc}); run `paperchat topics discover` once the library has grown")
     adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
     if adopted or unlinked:
         print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")

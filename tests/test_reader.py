@@ -1,0 +1,89 @@
+"""The sentence reader we trained (issue 35): the shipped weights load only with their sha256, it reads questions
+against sentences of a paper it never saw (tests/corpus.py's, written for these tests), PAPERCHAT_READER=off gives
+the rules alone, and the training data is stored as locations, never as the PDFs' text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paperchat.answering import read_sources
+from paperchat.errors import ConfigError
+from paperchat.reader.model import SENTENCE_READER, SentenceReader, sentence_reader
+from paperchat.text import Tokenizer
+from paperchat.types import Source
+from tests.conftest import ROOT, make_settings
+from tests.corpus import PAPER_ID, PAPER_PAGES
+
+EVAL = ROOT / "eval" / "reader"
+
+
+@pytest.fixture(scope="module")
+def reader() -> SentenceReader:
+    return SentenceReader()
+
+
+def _page(n: int) -> Source:
+    return Source(n=1, paper_id=PAPER_ID, title="", text=PAPER_PAGES[n - 1], page=n, score=1.0)
+
+
+@pytest.mark.parametrize(
+    "question, page, answer",
+    [
+        ("How do they pick the negatives used in training?", 2, "Negative passages are chosen in two ways"),
+        ("What step size was the optimiser run with?", 2, "learning rate of 2e-5"),
+        ("How quick is a single lookup against the index?", 3, "30 milliseconds"),
+        ("Which benchmarks is the retriever tested on?", 3, "Natural Questions, TriviaQA"),
+    ],
+)
+def test_reads_the_sentence_that_answers(reader: SentenceReader, question: str, page: int, answer: str) -> None:
+    reading = read_sources(question, [_page(page)], Tokenizer(), reader=reader.score)
+    top = reading.ranked[0]
+    assert answer in top.text and top.reader is not None and top.reader > 0, [(s.reader, s.text[:60]) for s in reading.ranked[:3]]
+
+
+def test_scores_do_not_depend_on_the_batch(reader: SentenceReader) -> None:
+    sents = PAPER_PAGES[1].split(". ")
+    q = "How do they pick the negatives used in training?"
+    together = reader.score(q, sents)
+    alone = np.array([reader.score(q, [s])[0] for s in sents])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_altered_weights_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "reader"
+    shutil.copytree(SENTENCE_READER, copy)
+    data = bytearray((copy / "model.onnx").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / "model.onnx").write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="sha256"):
+        SentenceReader(copy).score("q", ["a sentence"])
+
+
+def test_reader_off_is_the_rules_alone(tmp_path: Path) -> None:
+    assert sentence_reader(make_settings(tmp_path, reader="off")) is None
+    reading = read_sources("How do they pick the negatives used in training?", [_page(2)], Tokenizer(), reader=None)
+    assert all(s.reader is None for s in reading.ranked)
+    assert sentence_reader(make_settings(tmp_path, reader="on")) is not None
+
+
+def test_training_data_is_locations_not_text() -> None:
+    for name in ("answers.jsonl", "near_misses.jsonl"):
+        rows = [json.loads(line) for line in (EVAL / name).read_text(encoding="utf-8").splitlines()]
+        assert rows and all("sentence" not in r and "text" not in r for r in rows)
+        assert all(r.get("pdf", "").split("/")[0] in ("rag", "scholarly_nlp") for r in rows if r["source"] == "pdf")  # never the 30 reporting PDFs
+    answers = [json.loads(line) for line in (EVAL / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(answers) >= 3000 and all(len(r["sha1"]) == 16 and r["end"] > r["start"] for r in answers)
+
+
+def test_locations_resolve_against_the_shared_data(shared: Path) -> None:
+    from paperchat.reader.data import load_groups, split_by_document
+
+    groups = list(load_groups([EVAL / "answers.jsonl"], shared, Tokenizer()))
+    assert len(groups) >= 2900 and all(g.answer is not None for g in groups)
+    train, val = split_by_document(groups, 0.1, 35)
+    assert not {g.doc for g in train} & {g.doc for g in val}  # split by document, never by question
