@@ -19,7 +19,9 @@ PKG = SRC / "paperchat"
 CORE_SURFACE = ("paperchat", "paperchat.assistant", "paperchat.types", "paperchat.settings", "paperchat.errors")
 # edge -> the edges it may call (higher or peer layers: the CLI starts the app, runs evaluations and benchmarks)
 EDGES: dict[str, tuple[str, ...]] = {
-    "paperchat.cli": ("paperchat.ui", "paperchat.evaluation", "paperchat.bench"),
+    "paperchat.cli": ("paperchat.ui", "paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.launch"),  # launch: the entry point guarding the CLI's import
+    "paperchat.mcp": (),
+    "paperchat.launch": ("paperchat.cli",),
     "paperchat.ui": ("paperchat.evaluation",),  # the app's Evaluation tab shows the latest report
     "paperchat.evaluation": (),
     "paperchat.bench": (),
@@ -27,6 +29,7 @@ EDGES: dict[str, tuple[str, ...]] = {
 # modules that measure the parts below the facade themselves, and why
 BELOW_THE_FACADE = {
     "paperchat.evaluation.beir": "SciFact benchmark of the retrieval parts: its own BM25 and dense index over SciFact, no library",
+    "paperchat.evaluation.rerank": "trains and measures the paper reranker on SciFact with beir's own bench (no library)",
     "paperchat.evaluation.corpus": "builds the suite's quality corpus from a full store's search snapshot (its vectors), as demo.build_demo does",
 }
 REACH_THROUGH = {"library", "store", "catalog", "lexical", "collection", "embedder"}

@@ -31,19 +31,28 @@ def _page(n: int) -> Source:
     return Source(n=1, paper_id=PAPER_ID, title="", text=PAPER_PAGES[n - 1], page=n, score=1.0)
 
 
-@pytest.mark.parametrize(
-    "question, page, answer",
-    [
-        ("How do they pick the negatives used in training?", 2, "Negative passages are chosen in two ways"),
-        ("What step size was the optimiser run with?", 2, "learning rate of 2e-5"),
-        ("How quick is a single lookup against the index?", 3, "30 milliseconds"),
-        ("Which benchmarks is the retriever tested on?", 3, "Natural Questions, TriviaQA"),
-    ],
-)
-def test_reads_the_sentence_that_answers(reader: SentenceReader, question: str, page: int, answer: str) -> None:
-    reading = read_sources(question, [_page(page)], Tokenizer(), reader=reader.score)
-    top = reading.ranked[0]
-    assert answer in top.text and top.reader is not None and top.reader > 0, [(s.reader, s.text[:60]) for s in reading.ranked[:3]]
+def test_reads_better_than_the_rules_on_documents_it_never_saw(shared: Path, reader: SentenceReader) -> None:
+    """On the documents held out of training (whole PDFs and abstracts, the training command's split): the
+    reader's first sentence is the answer more often than the rules' (measured 0.64 against 0.49), and its best
+    score tells answered questions from near misses (AUC 0.86; the rules' 0.48)."""
+    from paperchat.reader.data import load_groups, split_by_document
+    from paperchat.reader.train import DEFAULT_FILES, evaluate
+
+    groups = list(load_groups([ROOT / f for f in DEFAULT_FILES], shared, Tokenizer()))
+    _, val = split_by_document(groups, 0.1, 35)
+    got = evaluate(lambda g: reader.score(g.question, g.cands, g.contexts), val)
+    assert got["answer_groups"] >= 200 and got["top1"] >= 0.58 and got["answered_vs_near_miss_auc"] >= 0.8, got
+
+
+def test_ranks_the_rules_best_with_its_logits(reader: SentenceReader) -> None:
+    """In the answerer: the rules' best sentences carry the reader's logit and are ordered by it (plus the mix)."""
+    question = "How quick is a single lookup against the index?"
+    reading = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=1.0)
+    read = [s for s in reading.ranked if s.reader is not None]
+    assert read and all(s.rules is not None for s in read)
+    assert [s.score for s in read] == sorted((s.score for s in read), reverse=True)
+    assert all(abs(s.score - (s.reader + 1.0 * s.rules)) < 1e-6 for s in read)  # type: ignore[operator]
+    assert "30 milliseconds" in reading.ranked[0].text
 
 
 def test_scores_do_not_depend_on_the_batch(reader: SentenceReader) -> None:

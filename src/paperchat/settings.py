@@ -145,9 +145,13 @@ class AnswerSettings(BaseModel):
             "0 of 30 answerable (chosen on one half, it held on the other)"
         ),
     )
-    reader_mix: float = Field(default=0.0, ge=0.0, le=10.0, description="paper answers with the reader on: weight of the rules' score added to the reader's logit")
+    reader_mix: float = Field(
+        default=1.0, ge=0.0, le=10.0,
+        description="paper answers with the reader on: weight of the rules' score added to the reader's logit (chosen on askpdf_abstain_tune's 30 untrained PDFs from 0, 0.5, 1, 2)",
+    )
     reader_refuse_below: float | None = Field(
-        default=None, description="paper answers with the reader on: refuse when the reader's best logit is below this (None = the reader does not refuse)"
+        default=-2.5,
+        description="paper answers with the reader on: refuse when the reader's best logit is below this (None = the reader does not refuse); -2.5 is under every answerable tune question's",
     )
     refuse_below_topic: float = Field(
         default=0.0, description="topic questions: the same rule and threshold for topic questions (0 = off: no dev question to calibrate it on)"
@@ -247,7 +251,7 @@ class Settings(BaseSettings):
     )
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
     reader: Literal["on", "off"] = Field(
-        default="off", description="paper answers: our trained sentence reader (models/reader-sentence) ranks the candidate sentences and joins the refusal checks; 'off' = the rules alone"
+        default="on", description="paper answers: our trained sentence reader (models/reader-sentence) ranks the candidate sentences and joins the refusal checks; 'off' = the rules alone"
     )
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")

@@ -14,6 +14,7 @@ from paperchat.topics import Momentum, momentum
 from paperchat.types import Answer, Paper
 
 if TYPE_CHECKING:
+    from paperchat.catalog_topics import DiscoveredTopic
     from paperchat.discovery import DiscoveryReport
     from paperchat.library import Library
     from paperchat.topic_membership import MembershipReport
@@ -77,6 +78,10 @@ class DiscoveryOps:
     def papers(self, ids: Sequence[str]) -> dict[str, Paper]:
         """The papers with these ids that are in the library."""
         return self.library.catalog.get_many(ids)
+
+    def discovered_topics(self) -> list[DiscoveredTopic]:
+        """The discovered topics, largest first (empty before `discover`)."""
+        return self.library.catalog.discovered()
 
     def topic_samples(self, per_topic: int = 5, seed: int = 0, limit: int | None = None) -> str:
         """A seeded sample of papers per discovered topic, to read by hand."""

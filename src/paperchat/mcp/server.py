@@ -20,8 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import Field
 
-from paperchat.assistant import Assistant
-from paperchat.dates import user_day
+from paperchat.assistant import Assistant, user_day
 from paperchat.errors import PaperchatError
 from paperchat.types import Answer, Paper, Scope
 
@@ -157,7 +156,7 @@ def build_server(core: Assistant, allowed_folders: list[Path] | None = None) -> 
             for h in hits:
                 best.setdefault(h.chunk.paper_id, h.score)
             ids = list(best)[:k]
-            papers = core.library.catalog.get_many(ids)
+            papers = core.papers(ids)
             tags = core.paper_tags(ids)
             return {"papers": [_paper_json(papers[i], tags.get(i), best[i]) for i in ids if i in papers], "scope": scope.describe()}
 
@@ -230,7 +229,7 @@ def build_server(core: Assistant, allowed_folders: list[Path] | None = None) -> 
                  "recent": t.momentum.recent, "previous": t.momentum.previous, "change_pct": t.momentum.change_pct}
                 for t in core.topic_summaries()
             ]
-            discovered = [{"slug": t.slug, "name": t.label, "papers": t.size} for t in core.library.catalog.discovered()]
+            discovered = [{"slug": t.slug, "name": t.label, "papers": t.size} for t in core.discovered_topics()]
             return {"topics": rows, "discovered": discovered}
 
         return tools.call(run)

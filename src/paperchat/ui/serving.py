@@ -61,7 +61,7 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
         if report is not None:
             print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
             core.ready()
-        if not core.library.catalog.discovered() and core.library.catalog.count():
+        if not core.discovered_topics() and core.counts()[0]:
             # the fine-grained topics a new user expects on All topics (before, only `topics discover` made them)
             print("discovering topics (first start only) ...")
             try:

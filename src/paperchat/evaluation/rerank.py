@@ -1,7 +1,7 @@
 """Train the paper reranker: a cross-encoder fine-tuned from all-MiniLM-L6-v2 that reads (question or claim,
 title + abstract) and scores relevance, trained on SciFact's train claims and evaluated on its test claims only.
 
-    python -m paperchat.reader.rerank_train --scifact ../shared/data/scifact --out models/reranker-paper
+    python -m paperchat.evaluation.rerank --scifact ../shared/data/scifact --out models/reranker-paper
 
 Each train claim is a group: one of its relevant abstracts and hard negatives from the hybrid's top 30 (BM25 +
 MiniLM, the app's fusion) that are not relevant, plus the "none of them" option at logit 0 (as the sentence
@@ -73,7 +73,7 @@ def rerank(score: Any, bench: Bench, params: dict[str, Any], qids: Sequence[str]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The training command (module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m paperchat.reader.rerank_train", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m paperchat.evaluation.rerank", description=__doc__.split("\n\n")[0])
     ap.add_argument("--scifact", type=Path, default=Path("../shared/data/scifact"))
     ap.add_argument("--out", type=Path, default=Path("models/reranker-paper"))
     ap.add_argument("--cache", type=Path, default=Path(".paperchat/cache"))
