@@ -29,7 +29,6 @@ EDGES: dict[str, tuple[str, ...]] = {
 # modules that measure the parts below the facade themselves, and why
 BELOW_THE_FACADE = {
     "paperchat.evaluation.beir": "SciFact benchmark of the retrieval parts: its own BM25 and dense index over SciFact, no library",
-    "paperchat.evaluation.rerank": "trains and measures the paper reranker on SciFact with beir's own bench (no library)",
     "paperchat.evaluation.corpus": "builds the suite's quality corpus from a full store's search snapshot (its vectors), as demo.build_demo does",
 }
 REACH_THROUGH = {"library", "store", "catalog", "lexical", "collection", "embedder"}
