@@ -251,7 +251,8 @@ class Settings(BaseSettings):
     )
     answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
     reader: Literal["on", "off"] = Field(
-        default="on", description="paper answers: our trained sentence reader (models/reader-sentence) ranks the candidate sentences and joins the refusal checks; 'off' = the rules alone"
+        default="off",
+        description="paper answers: 'on' lets our trained sentence reader (models/reader-sentence) order the rules' best sentences and join the refusal checks; off by default: it won on the tune set but lost on 3 of 4 untrained-PDF sets (docs/measured.md)",
     )
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")
