@@ -3,7 +3,7 @@ their parent.
 
 A hostile PDF can make PDFium or pypdf allocate gigabytes in seconds (nested form XObjects, a 14,400-pt page at
 200%). Anything that parses or renders one runs in a child process whose address space is capped
-(`RLIMIT_AS`) and whose calls have a deadline; when either is hit the child is killed and a fresh one started
+(`RLIMIT_DATA`) and whose calls have a deadline; when either is hit the child is killed and a fresh one started
 for the next call, and the caller gets an error it can show ("this page cannot be shown"), never a dead app.
 """
 
@@ -28,26 +28,31 @@ class WorkerFailed(Exception):
         self.why = why
 
 
-def _virtual_bytes() -> int:
-    """This process's current address-space size (Linux), 0 where unknown."""
+def _data_bytes() -> int:
+    """This process's current writable private memory (Linux `VmData`), 0 where unknown."""
     try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
-        return 0
+        pass
+    return 0
 
 
 def bound_memory(extra_mb: float) -> None:
-    """Cap this process's address space at its current size plus `extra_mb` (a forked child starts with its
-    parent's mappings, so the cap is a budget on top of what is already there)."""
+    """Cap this process's writable memory (`RLIMIT_DATA`) at its current size plus `extra_mb` (a forked child
+    starts with its parent's mappings, so the cap is a budget on top of what is already there). Not the address
+    space (`RLIMIT_AS`): every thread's malloc arena reserves 64 MB of it unused, and a child forked from the app
+    (torch, OpenVINO) aborted on ordinary pages under such a cap."""
     try:
         import resource
 
-        limit = _virtual_bytes() + int(extra_mb * 1024 * 1024)
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = _data_bytes() + int(extra_mb * 1024 * 1024)
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
     except (ImportError, ValueError, OSError):  # not Linux, or not allowed: the deadline still bounds it
         pass
 
