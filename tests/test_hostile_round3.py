@@ -217,7 +217,7 @@ def test_removing_a_paper_removes_its_stored_pdf_copy(hashing_library: Library, 
 
 
 @pytest.mark.slow  # the real embedder loads in a subprocess, interrupted at several moments
-@pytest.mark.parametrize("delay", [0.3, 0.8, 1.5, 2.5])
+@pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])
 def test_ctrl_c_during_model_loading_exits_130_in_one_line(tmp_path: Path, delay: float) -> None:
     import signal
     import subprocess
@@ -232,8 +232,6 @@ def test_ctrl_c_during_model_loading_exits_130_in_one_line(tmp_path: Path, delay
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    if proc.returncode == 0 and "interrupted" not in err:  # finished before the signal came: nothing to check
-        pytest.skip("the command ended before the interrupt")
     if proc.returncode == -signal.SIGINT:  # the signal came before the interpreter had started: killed by it, silently
         assert not err.strip(), err[-500:]
         return

@@ -19,7 +19,7 @@ from paperchat.citations import parse_citations
 from paperchat.errors import ConfigError
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.library import Library
-from paperchat.prompts import SYSTEM_PROMPT
+from paperchat.prompts import SYSTEM_PROMPT, UNSUPPORTED_LLM
 from paperchat.providers.answerers import ExtractiveAnswerer
 from paperchat.providers.local_answerer import LocalAnswerer
 from paperchat.qa import QA
@@ -155,8 +155,11 @@ def test_local_answerer_through_qa(built_library: Library, server: object) -> No
     qa = QA(built_library, answerer=_local(server))
     pieces = list(qa.stream("What does DPO optimize instead of a reward model?", Scope.for_paper("2305.18290")))
     rec = pieces[-1]
-    assert rec.answerer == "local" and rec.model and not rec.fallback  # type: ignore[union-attr]
-    assert len(pieces) > 3 and rec.answer.strip()  # type: ignore[union-attr]
+    assert len(pieces) > 3 and rec.answer.strip()  # type: ignore[union-attr]  # the local model streamed its answer
+    if rec.fallback:  # type: ignore[union-attr]  # nothing it said was backed by what it cited: replaced, and said so
+        assert rec.fallback == UNSUPPORTED_LLM and rec.answerer == "extractive" and rec.citations  # type: ignore[union-attr]
+    else:
+        assert rec.answerer == "local" and rec.model and any(st.supported for st in rec.statements)  # type: ignore[union-attr]
     offered = {s.n for s in rec.sources}  # type: ignore[union-attr]
     assert all(c.n in offered for c in rec.citations)  # type: ignore[union-attr]
     assert rec.timings_ms["answer"] > 0  # type: ignore[union-attr]
