@@ -35,19 +35,7 @@ def make_pdf(path: Path, pages: list[str], title: str | None = None, page_extra:
     if title:
         objs.append(f"<< /Title ({_esc(title)}) >>".encode())
         info_id = len(objs)
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    info = f" /Info {info_id} 0 R" if info_id else ""
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    path.write_bytes(bytes(out))
-    return path
+    return raw_pdf(path, objs, info_id)
 
 
 def blank_pdf(path: Path, pages: int) -> Path:
@@ -62,9 +50,9 @@ def blank_pdf(path: Path, pages: int) -> Path:
     return path
 
 
-def raw_pdf(path: Path, objs: list[bytes]) -> Path:
-    """A PDF of the given object bodies (object 1 must be the catalogue), with a correct xref table: for hostile
-    files that make_pdf cannot express."""
+def raw_pdf(path: Path, objs: list[bytes], info_id: int | None = None) -> Path:
+    """A PDF of the given object bodies (object 1 must be the catalogue; object `info_id` the Info dictionary),
+    with a correct xref table: make_pdf's writer, and hostile files that make_pdf cannot express."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, body in enumerate(objs, start=1):
@@ -74,7 +62,8 @@ def raw_pdf(path: Path, objs: list[bytes]) -> Path:
     out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
     for off in offsets:
         out += f"{off:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    info = f" /Info {info_id} 0 R" if info_id else ""
+    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R{info} >>\nstartxref\n{xref}\n%%EOF\n".encode()
     path.write_bytes(bytes(out))
     return path
 

@@ -124,7 +124,7 @@ def rank(
     if reader is not None and out:
         top = out[:READ_TOP]
         where = {(c.n, c.position): j for j, c in enumerate(cands)}
-        contexts = [_neighbours(cands, where[(sc.cand.n, sc.cand.position)]) for sc in top]
+        contexts = [neighbours_of(cands, where[(sc.cand.n, sc.cand.position)]) for sc in top]
         logits = reader(focus.question, [sc.text for sc in top], contexts)
         read = [replace(sc, reader=float(lg), rules=sc.score, score=float(lg) + reader_mix * sc.score) for sc, lg in zip(top, logits, strict=True)]
         read.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
@@ -132,8 +132,8 @@ def rank(
     return out
 
 
-def _neighbours(cands: Sequence[Candidate], i: int) -> str:
-    """The sentences before and after candidate i in its source (what the reader reads beside it)."""
+def neighbours_of(cands: Sequence[Candidate], i: int) -> str:
+    """The sentences before and after candidate i in its source (what the reader reads beside it, in training too)."""
     c = cands[i]
     prev = cands[i - 1].text if i > 0 and cands[i - 1].n == c.n else ""
     nxt = cands[i + 1].text if i + 1 < len(cands) and cands[i + 1].n == c.n else ""

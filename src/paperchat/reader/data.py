@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from paperchat.answering.text import Candidate, candidates
+from paperchat.answering.select import neighbours_of
+from paperchat.answering.text import candidates
 from paperchat.errors import ConfigError
 from paperchat.text import Tokenizer
 from paperchat.types import Source
@@ -82,17 +83,6 @@ class Group:
     answer: int | None
 
 
-def neighbours(cands: Sequence[Candidate]) -> list[str]:
-    """Each candidate's neighbouring sentences (the one before and after it in the same source), as the reader
-    reads them beside the sentence."""
-    out = []
-    for i, c in enumerate(cands):
-        prev = cands[i - 1].text if i > 0 and cands[i - 1].n == c.n else ""
-        nxt = cands[i + 1].text if i + 1 < len(cands) and cands[i + 1].n == c.n else ""
-        out.append(_norm(f"{prev} {nxt}"))
-    return out
-
-
 def _overlap(a: str, b: str) -> float:
     wa, wb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
     return len(wa & wb) / max(1, min(len(wa), len(wb))) if wa and wb else 0.0
@@ -137,7 +127,7 @@ def load_groups(files: Sequence[Path], data: Path, tok: Tokenizer) -> Iterator[G
                 if scores[best] < 0.6:
                     continue
                 answer = best
-            yield Group(str(row["id"]), doc, str(row["question"]), tuple(c.text for c in cands), tuple(neighbours(cands)), answer)
+            yield Group(str(row["id"]), doc, str(row["question"]), tuple(c.text for c in cands), tuple(neighbours_of(cands, i) for i in range(len(cands))), answer)
 
 
 def split_by_document(groups: Sequence[Group], val_share: float, seed: int = 35) -> tuple[list[Group], list[Group]]:

@@ -9,7 +9,6 @@ says how to get it back (nothing is downloaded).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from paperchat.errors import ConfigError
+from paperchat.hashing import sha256_file
 
 if TYPE_CHECKING:
     from paperchat.settings import Settings
@@ -35,14 +35,6 @@ SENTENCE_READER = MODELS_DIR / "reader-sentence"
 def pair_text(sentence: str, context: str) -> str:
     """What the reader reads beside the question: the sentence, then its neighbours."""
     return f"{sentence} [SEP] {context}" if context else sentence
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class SentenceReader:
@@ -70,7 +62,7 @@ class SentenceReader:
                     raise ConfigError(f"the sentence reader's weights are missing ({path})", "restore models/ from the repository, or set PAPERCHAT_READER=off")
                 if self.check:
                     want = (self.folder / "model.sha256").read_text().split()[0]
-                    if _sha256(path) != want:
+                    if sha256_file(path) != want:
                         raise ConfigError(f"{path} does not match its sha256 in model.sha256", "restore models/ from the repository, or set PAPERCHAT_READER=off")
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
