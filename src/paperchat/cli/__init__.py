@@ -38,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     interrupted, previous = _watch_interrupts()
     try:
+        if hasattr(signal, "pthread_sigmask"):  # a Ctrl-C held back while `paperchat.launch` imported arrives now
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         code = int(args.func(args))
         # a Ctrl-C that a library swallowed (raised inside a __del__ or a finally of a model load) still ends the
         # command as interrupted, not as a success (issue 33, case 12)
