@@ -134,6 +134,27 @@ def test_deleted_store_is_reported_and_refilled_by_ingesting_again(data: Path, r
     lib.close()
 
 
+def test_reingesting_after_a_deleted_store_restores_every_chunk(data: Path, records: Path, pdf: Path, shared: Path, embedder: CountingEmbedder) -> None:
+    """Round three, case 12: a PDF whose paper was already catalogued (with an abstract from metadata.json) got
+    its page chunks back but not its abstract chunk ("402 of 407 chunks", and doctor then reported the gap)."""
+    real = shared / "pdfs" / "scholarly_nlp" / "2304.02623v1.pdf"
+    lib = reopen(data, embedder)
+    rep = Ingester(lib).ingest_pdfs([real])
+    assert not rep.failed
+    paper = lib.catalog.get(rep.paper_ids[0])
+    assert paper is not None and paper.abstract
+    want = sorted(lib.store.all_ids())
+    lib.close()
+    shutil.rmtree(data / "chroma")
+    lib = reopen(data, embedder)
+    ing = Ingester(lib)
+    assert not ing.ingest_records(read_records(records)).failed
+    assert not ing.ingest_pdfs([pdf, real]).failed
+    assert sorted(lib.store.all_ids()) == want
+    consistent(lib)
+    lib.close()
+
+
 def test_doctor_repair_reembeds_reingests_and_drops_orphans(data: Path, embedder: CountingEmbedder) -> None:
     lib = reopen(data, embedder)
     want = sorted(lib.store.all_ids())

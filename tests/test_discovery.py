@@ -352,3 +352,20 @@ def test_topic_page_counts_in_sql_and_discovered_cache_follows_other_writers(dli
     other.replace_discovered([], {}, {"settings": {}})
     other.close()
     assert cat.discovered() == []
+
+
+def test_first_start_loads_the_demo_and_discovers_topics(tmp_path: Path) -> None:
+    """Round three: README command 1 on an empty folder showed only the hand-written topics; the first start
+    now discovers the fine-grained ones (over the shipped MiniLM vectors), and a second start neither re-ingests nor re-discovers."""
+    from paperchat.assistant import Assistant
+    from paperchat.ui.serving import first_start
+
+    core = Assistant(make_settings(tmp_path / "store"))  # the demo's shipped vectors: no model is loaded
+    said: list[str] = []
+    first_start(core, said.append)
+    assert any(s.startswith("demo corpus:") for s in said) and any(s.startswith("topics discovered:") for s in said), said
+    found = core.discovered_topics()
+    assert len(found) >= 5
+    said.clear()
+    first_start(core, said.append)
+    assert said == [] and core.discovered_topics() == found

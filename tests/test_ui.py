@@ -172,3 +172,4 @@ def test_arxiv_download_offline_says_so(core: h.Core) -> None:
     assert core.library.catalog.get(pid).pdf_path is None  # type: ignore[union-attr]
     got, msg = h.download_arxiv_pdf(core, PAPER_ID)  # PDF already ingested
     assert got == PAPER_ID and "already" in msg
+

@@ -387,7 +387,9 @@ class Ingester:
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
         topics = paper.topics if not is_new else self.lib.topics.match(paper)
         chunks = chunker.chunk_pages(paper.id, pdf.pages)
-        abs_chunk = abstract_chunk(paper) if is_new else None
+        # a known paper's abstract chunk too: when the store was lost, re-ingesting its PDF restores it (the
+        # existing-ids check below skips it whenever it is already stored)
+        abs_chunk = abstract_chunk(paper)
         if abs_chunk is not None:
             chunks.append(abs_chunk)
         stored = [StoredChunk.of(c, paper.date, topics) for c in chunks]

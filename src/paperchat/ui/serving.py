@@ -3,6 +3,7 @@ and `serve`, which opens the library and launches `build_app` (split from `app`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from paperchat.assistant import Assistant, pdf_folder
@@ -48,6 +49,21 @@ def launch_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+def first_start(core: Assistant, say: Callable[[str], None] = print) -> None:
+    """The bundled demo corpus on an empty library, and topic discovery when no topics are discovered yet:
+    the fine-grained topics a new user expects on All topics (before, only `topics discover` made them)."""
+    report = core.load_demo(show_progress=True)
+    if report is not None:
+        say(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
+        core.ready()
+    if not core.discovered_topics() and core.counts()[0]:
+        say("discovering topics (first start only) ...")
+        try:
+            say(f"topics discovered: {core.discover().summary()}")
+        except PaperchatError as exc:  # too few papers yet: the app serves the hand-written topics
+            say(f"no topics discovered ({exc}); run `paperchat topics discover` once the library has grown")
+
+
 def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) -> None:
     """Open the library (ingesting the bundled demo corpus on first start) and launch the app on
     settings.host/port (GRADIO_SERVER_PORT honoured); other hosts need PAPERCHAT_AUTH unless insecure."""
@@ -57,17 +73,7 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
     port = settings.port or int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     core = Assistant.open(settings)  # syncs topic membership with the rules first
     if demo_corpus:
-        report = core.load_demo(show_progress=True)
-        if report is not None:
-            print(f"demo corpus: {report.papers} papers, {report.chunks_added} chunks added in {report.seconds:.1f} s")
-            core.ready()
-        if not core.discovered_topics() and core.counts()[0]:
-            # the fine-grained topics a new user expects on All topics (before, only `topics discover` made them)
-            print("discovering topics (first start only) ...")
-            try:
-                print(f"topics discovered: {core.discover().summary()}")
-            except PaperchatError as exc:  # too few papers yet: the app serves the hand-written topics
-                print(f"no topics discovered ({exc}); run `paperchat topics discover` once the library has grown")
+        first_start(core)
     adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
     if adopted or unlinked:
         print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")
