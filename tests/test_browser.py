@@ -330,3 +330,51 @@ def test_tags_collections_and_following_in_a_real_browser(built_library: Library
         assert moved and moved > "2026-01-01" and core.digest(peek=True).total == 0
         _shot(page, "14-marked-as-seen")
         assert not dialogs
+
+
+@pytest.mark.slow
+def test_for_you_learns_from_ratings_in_a_real_browser(built_library: Library, page: Any) -> None:
+    """Issue 38 in the page: For you starts newest first; five papers rated with the M key on a topic page
+    reorder it, each top row says why; "not interested" on a row takes it out of the list."""
+    from paperchat.digest import LAST_VISIT_KEY
+
+    cat = built_library.catalog
+    cat.set_meta(LAST_VISIT_KEY, "2000-01-01T00:00:00.000000+00:00")  # every paper of the store is new since then
+    with served_app(built_library) as (url, core):
+        page.goto(url)
+        page.wait_for_selector(".pc-card")
+        page.get_by_role("tab", name="For you").click()
+        page.wait_for_function("() => { const d = document.querySelector('#pc-foryou .pc-digest'); return d && d.innerText.includes('newest first'); }")
+        before = page.locator("#pc-foryou .pc-row").evaluate_all("els => els.map(e => e.dataset.paper)")
+        assert len(before) >= 10 and page.locator("#pc-foryou .pc-reason").count() == 0
+        _shot(page, "14-for-you-before")
+
+        # -- five papers rated "more like this" with the M key on the RAG page ---------------------
+        page.evaluate("location.hash = 'topic/rag'")
+        page.wait_for_selector(".pc-list .pc-row >> visible=true")
+        page.locator("h3", has_text="Latest papers").click()  # focus the page, not a text box
+        for n in range(1, 6):
+            page.keyboard.press("j")
+            page.keyboard.press("m")
+            page.wait_for_function("(n) => document.querySelectorAll('.pc-row .pc-rate.pc-rated').length >= n", arg=n)
+        rated = core.ratings()
+        assert len(rated) == 5 and set(rated.values()) == {1}
+        rag = set(cat.topic_papers("rag"))
+        assert set(rated) <= rag
+
+        # -- For you now follows the ratings, with reasons -----------------------------------------
+        page.get_by_role("tab", name="For you").click()
+        page.wait_for_function("() => document.querySelector('#pc-foryou .pc-digest').innerText.includes('ranked by 5 liked')")
+        after = page.locator("#pc-foryou .pc-row").evaluate_all("els => els.map(e => e.dataset.paper)")
+        assert after[:10] != before[:10] and not set(after) & set(rated)
+        assert sum(p in rag for p in after[:10]) > sum(p in rag for p in before[:10]), (after[:10], before[:10])
+        reasons = page.locator("#pc-foryou .pc-row").first.locator(".pc-reason").all_inner_texts()
+        assert reasons and any("which you rated up" in r or r.startswith(("topic:", "tag:")) for r in reasons), reasons
+        _shot(page, "15-for-you-after-five-ratings")
+
+        # -- "not interested" on the first row: stored, and the row leaves the list ----------------
+        top = after[0]
+        page.locator(f'#pc-foryou .pc-row[data-paper="{top}"] a.pc-rate[data-rate="down"]').click()
+        page.wait_for_function("(p) => !document.querySelector(`#pc-foryou .pc-row[data-paper='${p}']`)", arg=top)
+        assert core.ratings()[top] == -1
+        _shot(page, "16-for-you-not-interested")

@@ -58,6 +58,7 @@ CREATE INDEX IF NOT EXISTS paper_topics_topic ON paper_topics(topic);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS follows (topic TEXT PRIMARY KEY, since TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS saves (paper_id TEXT PRIMARY KEY, since TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ratings (paper_id TEXT PRIMARY KEY, value INTEGER NOT NULL, since TEXT NOT NULL);
 """
 
 
@@ -283,6 +284,23 @@ class Catalog(DiscoveryTables, UserLists):
         q += " ORDER BY p.date DESC, p.id DESC"
         with self._lock:
             return [r[0] for r in self._conn.execute(q, args)]
+
+    @_guarded
+    def papers_between(self, since: dt.date, until: dt.date | None = None) -> list[str]:
+        """Ids of the papers listed on or after `since` (and on or before `until`), newest first."""
+        q, args = "SELECT id FROM papers WHERE date >= ?", [since.isoformat()]
+        if until:
+            q += " AND date <= ?"
+            args.append(until.isoformat())
+        with self._lock:
+            return [r[0] for r in self._conn.execute(q + " ORDER BY date DESC, id DESC", args)]
+
+    @_guarded
+    def dates_and_categories(self) -> dict[str, tuple[dt.date | None, list[str]]]:
+        """Every paper's listing date and arXiv categories, in one read (the feed's evaluation needs all)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT id, date, categories FROM papers").fetchall()
+        return {str(i): (dt.date.fromisoformat(d) if d else None, json.loads(c) if c else []) for i, d, c in rows}
 
     @_guarded
     def topic_counts(self) -> dict[str, int]:

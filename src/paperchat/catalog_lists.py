@@ -1,4 +1,4 @@
-"""The catalogue's user lists: follows and saves, and the mirror of everything the user made
+"""The catalogue's user lists: follows, saves and ratings ("more like this" +1, "not interested" -1), and the mirror of everything the user made
 (`user_lists.json` beside the database, rewritten atomically on each change): follows, saves, and the feed's
 part (collections with their papers, the last visit, the ingest times since it: `FeedTables.feed_lists`). A
 new, empty catalogue restores them from the mirror. A mixin of Catalog: one SQLite connection and lock.
@@ -41,12 +41,14 @@ class UserLists(FeedTables):
             self._write_mirror()
 
     def user_lists(self) -> dict[str, Any]:
-        """What the mirror holds: {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...]} and the
-        feed's part (`feed_lists`: "collections", "last_visit", "arrivals")."""
+        """What the mirror holds: {"follows": [[topic, since], ...], "saves": [[paper_id, since], ...],
+        "ratings": [[paper_id, +1 or -1, since], ...]} and the feed's part (`feed_lists`: "collections",
+        "last_visit", "arrivals")."""
         with self._lock:
             return {
                 "follows": [list(r) for r in self._conn.execute("SELECT topic, since FROM follows ORDER BY since")],
                 "saves": [list(r) for r in self._conn.execute("SELECT paper_id, since FROM saves ORDER BY since")],
+                "ratings": [list(r) for r in self._conn.execute("SELECT paper_id, value, since FROM ratings ORDER BY since, paper_id")],
                 **self.feed_lists(),
             }
 
@@ -87,6 +89,8 @@ class UserLists(FeedTables):
             out: dict[str, Any] = {k: [[str(a), str(b)] for a, b in data.get(k, [])] for k in ("follows", "saves", "arrivals")}
             out["collections"] = [[str(s), str(n), str(src), str(c), [str(i) for i in ids]] for s, n, src, c, ids in data.get("collections", [])]
             out["last_visit"] = str(data.get("last_visit") or "")
+            # a mirror written before ratings existed reads as having none; a value other than +1/-1 is dropped
+            out["ratings"] = [[str(i), int(v), str(t)] for i, v, t in data.get("ratings", []) if int(v) in (1, -1)]
             return out
         except (TypeError, ValueError, AttributeError):
             return None
@@ -105,7 +109,9 @@ class UserLists(FeedTables):
                         added += self._conn.execute(
                             f"INSERT OR IGNORE INTO {table} ({col}, since) VALUES (?, ?)", (key, since)
                         ).rowcount
-                self.restored = {"follows and saves": added, **self._restore_feed(data)}
+                cur = self._conn.executemany("INSERT OR IGNORE INTO ratings (paper_id, value, since) VALUES (?, ?, ?)", data["ratings"])
+                rated = max(cur.rowcount, 0)
+                self.restored = {"follows and saves": added, "ratings": rated, **self._restore_feed(data)}
         except sqlite3.DatabaseError as exc:
             from paperchat.catalog import damaged
 
@@ -133,3 +139,26 @@ class UserLists(FeedTables):
         """Saved paper ids, most recently saved first."""
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]
+
+    @_guarded
+    def rate(self, paper_id: str, value: int) -> None:
+        """Rate a paper: +1 "more like this", -1 "not interested", 0 clears its rating."""
+        if value not in (1, 0, -1):
+            raise ValueError(f"a rating is +1, -1 or 0, not {value!r}")
+        with self._lock:
+            with self._conn:
+                if value:
+                    self._conn.execute(
+                        "INSERT INTO ratings (paper_id, value, since) VALUES (?, ?, ?) "
+                        "ON CONFLICT(paper_id) DO UPDATE SET value=excluded.value, since=excluded.since",
+                        (paper_id, value, dt.datetime.now().isoformat()),
+                    )
+                else:
+                    self._conn.execute("DELETE FROM ratings WHERE paper_id=?", (paper_id,))
+            self._write_mirror()
+
+    @_guarded
+    def ratings(self) -> dict[str, int]:
+        """Every rated paper: id -> +1 or -1, oldest rating first."""
+        with self._lock:
+            return {str(i): int(v) for i, v in self._conn.execute("SELECT paper_id, value FROM ratings ORDER BY since, paper_id")}

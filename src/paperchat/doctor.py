@@ -198,8 +198,10 @@ def _open_catalog(settings: Settings, report: RepairReport) -> tuple[Catalog, bo
     report.actions.append(f"moved the damaged catalogue to {moved.name} ({problem})")
     catalog = Catalog(path)  # a new file: it takes the follows and saves back from user_lists.json
     kept = catalog.user_lists()
-    if kept["follows"] or kept["saves"]:
-        report.actions.append(f"restored {len(kept['follows'])} follows and {len(kept['saves'])} saves from user_lists.json")
+    if kept["follows"] or kept["saves"] or kept["ratings"]:
+        report.actions.append(
+            f"restored {len(kept['follows'])} follows, {len(kept['saves'])} saves and {len(kept['ratings'])} ratings from user_lists.json"
+        )
     got = catalog.restored
     if got.get("collections") or got.get("last visit") or got.get("ingest times"):
         report.actions.append(

@@ -1,4 +1,5 @@
-"""The feed half of the facade: what is new in the followed topics (`digest`) and following by slug."""
+"""The feed half of the facade: what is new in the followed topics (`digest`), following by slug, ratings and
+the For you feed ranked by them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from paperchat.settings import Settings
 if TYPE_CHECKING:
     from paperchat.catalog_feed import Collection
     from paperchat.digest import Digest
+    from paperchat.foryou import ForYou
     from paperchat.importing import ImportReport
     from paperchat.library import Library
 
@@ -22,13 +24,42 @@ class FeedOps:
     settings: Settings
     library: Library
 
-    def digest(self, since: dt.date | None = None, peek: bool = False) -> Digest:
+    def digest(self, since: dt.date | None = None, peek: bool = False, for_you: bool = False) -> Digest:
         """New papers (first ingested after the last visit, or after the start of day `since`, UTC) in each
-        followed topic; the last visit moves to now unless `peek` or `since` is given."""
+        followed topic; the last visit moves to now unless `peek` or `since` is given. `for_you`: each topic's
+        papers in the For you model's order instead of newest first."""
         from paperchat.digest import digest
 
         start = dt.datetime.combine(since, dt.time.min, tzinfo=dt.UTC) if since else None
-        return digest(self.library, start, peek=peek or since is not None)
+        got = digest(self.library, start, peek=peek or since is not None)
+        if for_you:
+            from dataclasses import replace
+
+            from paperchat.foryou import order_by_profile
+
+            got = replace(got, topics=[replace(t, papers=order_by_profile(self.library, t.papers)) for t in got.topics])
+        return got
+
+    def rate(self, paper_id: str, value: int) -> None:
+        """Rate a paper: +1 "more like this", -1 "not interested", 0 clears the rating.
+
+        Raises:
+            NotFound: the paper is not in the library.
+        """
+        if self.library.catalog.get(paper_id) is None:
+            raise NotFound(f"paper {paper_id} is not in the library", "see `paperchat topics show SLUG` for paper ids")
+        self.library.catalog.rate(paper_id, value)
+
+    def ratings(self) -> dict[str, int]:
+        """Every rated paper: id -> +1 or -1."""
+        return self.library.catalog.ratings()
+
+    def for_you(self, since: dt.date | None = None, k: int = 20) -> ForYou:
+        """New papers (listed since `since`, else stored since the last visit, else the newest week) ranked by
+        a model of this library's ratings, saves, collections and follows, each with its reasons."""
+        from paperchat.foryou import for_you
+
+        return for_you(self.library, since=since, k=k)
 
     def topic_kind(self, slug: str) -> str | None:
         """'rules', 'discovered' or 'collection' for a known topic slug, else None."""

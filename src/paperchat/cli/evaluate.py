@@ -1,14 +1,15 @@
-"""`paperchat eval run|report|compare|calibrate|beir`: the evaluation commands (the library is
+"""`paperchat eval run|report|compare|calibrate|beir|feed`: the evaluation commands (the library is
 `paperchat.evaluation`)."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
-from paperchat.cli.common import open_assistant, settings_from
+from paperchat.cli.common import int_in, open_assistant, settings_from
 from paperchat.errors import InputError
 
 
@@ -121,9 +122,25 @@ def cmd_beir(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feed(args: argparse.Namespace) -> int:
+    """The For you model against simulated researchers, beside the two baselines."""
+    from paperchat.evaluation.feed_eval import evaluate_feed
+
+    core = open_assistant(settings_from(args))
+    cutoff = dt.date.fromisoformat(args.cutoff) if args.cutoff else None
+    ev = evaluate_feed(core.library, cutoff=cutoff, weeks=args.weeks, seeds=args.seeds)
+    if not ev.researchers:
+        raise InputError("no simulated researcher: the library needs dated papers with cross-list categories", "ingest the abstracts first")
+    text = ev.table()
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add `eval` and its sub-commands."""
-    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir")
+    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir, feed")
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
     er = ev_sub.add_parser("run", help="run question sets through the pipeline")
     er.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
@@ -154,3 +171,9 @@ def register(sub: Any) -> None:
     bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
     bz.add_argument("--json", action="store_true")
     bz.set_defaults(func=cmd_beir)
+    fe = ev_sub.add_parser("feed", help="For you: precision@10 / nDCG@10 for simulated researchers against newest-first and followed-topic baselines")
+    fe.add_argument("--cutoff", help="ratings before this day, feeds after it (YYYY-MM-DD; default: --weeks before the newest paper)")
+    fe.add_argument("--weeks", type=int_in(1, 52, "--weeks"), default=8, help="weekly feeds after the cutoff")
+    fe.add_argument("--seeds", type=int_in(1, 20, "--seeds"), default=3, help="rating draws per researcher and k")
+    fe.add_argument("--out", help="also write the table to this file")
+    fe.set_defaults(func=cmd_feed)

@@ -1,9 +1,9 @@
 """build_app(settings) -> gr.Blocks: All topics, Topic page (momentum, latest papers, related topics,
-"Ask about this topic"), Paper view with its PDF's pages beside AskPDF, PDF upload, Following & Saved,
-Evaluation.
+"Ask about this topic"), Paper view with its PDF's pages beside AskPDF, PDF upload, For you (new papers ranked
+by the ratings), Following & Saved, Evaluation.
 
 One builder per tab makes its components and wires what happens inside it; `_wire_navigation` connects the
-tabs (hash links, J/K/S keys, follow and save, citation clicks that open the cited page with the quote
+tabs (hash links, J/K/S/M/N keys, follow, save and rate, citation clicks that open the cited page with the quote
 highlighted) and `_api` adds the endpoints scripts call.
 """
 
@@ -251,6 +251,17 @@ def _lists_tab(core: Assistant) -> Any:
     return lists
 
 
+def _for_you_tab(core: Assistant) -> Any:
+    """For you: the new papers ranked by "more like this" / "not interested", saves and follows, with reasons."""
+    import gradio as gr
+
+    gr.HTML('<p class="pc-keys">Keys: J / K move, Enter opens, S saves, M more like this, N not interested.</p>')
+    refresh = gr.Button("Refresh", elem_id="pc-foryou-refresh", scale=0)
+    feed = gr.HTML(elem_id="pc-foryou")
+    refresh.click(lambda: h.for_you_html(core), None, feed, api_visibility="private")
+    return feed
+
+
 def _eval_tab() -> None:
     """The newest evaluation report, with a reload button."""
     import gradio as gr
@@ -259,8 +270,9 @@ def _eval_tab() -> None:
     gr.Button("Reload", scale=0).click(lambda: h.latest_report(EVAL_RESULTS), None, eval_md, api_visibility="private")
 
 
-def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _TopicTab, paper: _PaperTab, lists: Any) -> None:
-    """Hash links and keys (#topic/SLUG, #paper/ID, save/ID through the hidden nav box), Follow and Save."""
+def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _TopicTab, paper: _PaperTab, lists: Any, foryou: Any) -> None:
+    """Hash links and keys (#topic/SLUG, #paper/ID, save/ID and rate/ID/up|down through the hidden nav box),
+    Follow and Save."""
     import gradio as gr
 
     show_topic = _show_topic(core)
@@ -291,15 +303,27 @@ def _wire_navigation(core: Assistant, shell: _Shell, overview: Any, topic: _Topi
                 msg = f"{'Saved' if on else 'Removed from saved'}: {md_text(rest)}"
             except Exception as exc:
                 msg = md_text(str(exc))
+        elif kind == "rate" and rest.count("/") >= 1:
+            rated, _, how = rest.rpartition("/")
+            try:
+                msg = md_text(h.rate(core, rated, how))
+            except Exception as exc:
+                msg = md_text(str(exc))
         listed: Any = gr.update()
+        mine: Any = gr.update()
         if kind == "paper":  # opening a paper (a citation click) changes nothing on the topic page or the lists
             head = rows = fbtn = gr.update()
         else:
             (head, rows, fbtn), listed = show_topic(slug, now, filter_text, page), h.lists_html(core)
+            if kind in ("rate", "save"):  # the ranking learns from both
+                mine = h.for_you_html(core)
         view = h.paper_view(core, pid) if pid else gr.update()
-        return sel, slug, pick, chat, pid, head, rows, fbtn, view, listed, msg, *viewer
+        return sel, slug, pick, chat, pid, head, rows, fbtn, view, listed, mine, msg, *viewer
 
-    outputs = [shell.tabs, shell.topic_state, topic.pick, topic.chat, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists, shell.notice, *paper.outputs()]
+    outputs = [
+        shell.tabs, shell.topic_state, topic.pick, topic.chat, shell.paper_state, topic.head, topic.listing, topic.follow_btn, paper.html, lists,
+        foryou, shell.notice, *paper.outputs(),
+    ]
     inputs = [shell.nav, shell.topic_state, shell.paper_state, topic.now_box, topic.filt, topic.page_no, shell.quote, paper.zoom]
     # off the queue: a navigation (a citation click) is tens of ms of work, and the queue's join and event
     # stream added about 100-200 ms to every click
@@ -375,6 +399,9 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
                 paper = _paper_tab(core, settings, shell, answerers)
             with gr.Tab("Upload a PDF", id="upload"):
                 _upload_tab(core, settings, shell, paper)
+            with gr.Tab("For you", id="foryou") as foryou_tab:
+                foryou = _for_you_tab(core)
+            foryou_tab.select(lambda: h.for_you_html(core), None, foryou, api_visibility="private")
             with gr.Tab("Following & Saved", id="lists") as lists_tab:
                 lists = _lists_tab(core)
             # shown fresh each time: papers, follows and collections may have come since the page was built
@@ -382,7 +409,7 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
             with gr.Tab("Evaluation", id="eval"):
                 _eval_tab()
 
-        _wire_navigation(core, shell, overview, topic, paper, lists)
+        _wire_navigation(core, shell, overview, topic, paper, lists, foryou)
         _api(core)
         fill = [shell.topic_state, topic.now_box, topic.filt, topic.page_no]
         demo.load(_show_topic(core), fill, [topic.head, topic.listing, topic.follow_btn], api_visibility="private")

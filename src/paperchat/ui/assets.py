@@ -1,4 +1,5 @@
-"""CSS and JavaScript of the app (hash navigation, J/K/Enter/S keys, citation clicks, [ and ] page keys)."""
+"""CSS and JavaScript of the app (hash navigation, J/K/Enter/S/M/N keys, rating links, citation clicks, [ and ]
+page keys)."""
 
 CSS = """
 .pc-hidden {display:none !important}
@@ -34,6 +35,9 @@ CSS = """
 .pc-page-meta {color:#6b7280; font-size:.85rem; margin:2px 0 6px 0} .pc-found {color:#166534} .pc-missing {color:#92400e}
 .pc-page-scroll {max-height:88vh; overflow:auto; border:1px solid #e5e7eb; border-radius:6px; background:#f3f4f6}
 .pc-page {position:relative; margin:0 auto; background:#fff} .pc-page-img {display:block; width:100%; height:auto}
+.pc-rate-links {margin-left:6px; white-space:nowrap} .pc-rate {font-size:.75rem; color:#6b7280 !important; text-decoration:none; margin-right:4px}
+.pc-rate:hover {color:#4f46e5 !important} .pc-rated {color:#4f46e5 !important; font-weight:600}
+.pc-reasons {font-size:.8rem; color:#065f46; margin:2px 0} .pc-reason {background:#ecfdf5; border-radius:6px; padding:0 6px; margin-right:4px}
 .pc-hl {position:absolute; background:rgba(249,115,22,.25); outline:2px solid rgba(234,88,12,.85); border-radius:2px; mix-blend-mode:multiply}
 """
 
@@ -74,6 +78,12 @@ JS = """
     setNav(href + '|' + Date.now(), quote);
   }
   document.addEventListener('click', openCitation, true);
+  // "more like this" / "not interested": sent through the nav box (a hash link would not fire twice)
+  document.addEventListener('click', function (e) {
+    const a = e.target && e.target.closest ? e.target.closest('a.pc-rate') : null; if (!a) return;
+    e.preventDefault(); e.stopPropagation();
+    setNav('rate/' + a.dataset.paper + '/' + a.dataset.rate + '|' + Date.now(), '');
+  }, true);
   // a new page with a highlight: scroll the viewer so that the passage sits in its upper third
   new MutationObserver(function () {
     const v = document.querySelector('#pc-viewer .pc-viewer'); if (!v || v.dataset.scrolled) return;
@@ -115,6 +125,7 @@ JS = """
     else if (k === 'k') { mark(rows, Math.max(0, i - 1)); e.preventDefault(); }
     else if (e.key === 'Enter' && i >= 0) { location.hash = 'paper/' + rows[i].dataset.paper; e.preventDefault(); }
     else if (k === 's' && i >= 0) { setNav('save/' + rows[i].dataset.paper + '|' + Date.now()); e.preventDefault(); }
+    else if ((k === 'm' || k === 'n') && i >= 0) { setNav('rate/' + rows[i].dataset.paper + '/' + (k === 'm' ? 'up' : 'down') + '|' + Date.now()); e.preventDefault(); }
   });
   // keep the selection when a list is re-rendered (after S, or a page change)
   new MutationObserver(function () {

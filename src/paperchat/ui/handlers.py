@@ -45,7 +45,7 @@ def topic_papers(core: Assistant, slug: str, page: int = 1, filter_text: str = "
     listing = core.topic_papers(slug, page, filter_text, PAGE_SIZE)
     saved = {p.id for p in core.saved()}
     tags = core.paper_tags([p.id for p in listing.papers])
-    return render("paper_list.html", listing=listing, names=core.topic_names(), saved=saved, tags=tags), listing.total, listing.pages
+    return render("paper_list.html", listing=listing, names=core.topic_names(), saved=saved, tags=tags, ratings=core.ratings()), listing.total, listing.pages
 
 
 def toggle_follow(core: Assistant, slug: str) -> bool:
@@ -65,7 +65,26 @@ def lists_html(core: Assistant) -> str:
     news = core.digest(peek=True)
     tags = core.paper_tags([p.id for p in saved] + [p.id for t in news.topics for p in t.papers[:10]])
     return render("lists.html", followed=core.followed(), names=core.all_topic_names(), saved=saved, saved_ids={p.id for p in saved},
-                  digest=news, collections=core.collections(), tags=tags)
+                  digest=news, collections=core.collections(), tags=tags, ratings=core.ratings())
+
+
+def rate(core: Assistant, paper_id: str, how: str) -> str:
+    """Rate a paper from a link or key: 'up' or 'down'; the same rating again clears it. Returns what happened."""
+    want = 1 if how == "up" else -1
+    value = 0 if core.ratings().get(paper_id) == want else want
+    core.rate(paper_id, value)
+    return {1: "More like this", -1: "Not interested", 0: "Rating cleared"}[value] + f": {paper_id}"
+
+
+def for_you_html(core: Assistant, k: int = 30) -> str:
+    """The For you list: new papers ranked by the ratings, each with its reasons."""
+    try:
+        feed = core.for_you(k=k)
+    except PaperchatError as exc:
+        return _error(exc)
+    papers = [it.paper for it in feed.items]
+    return render("for_you.html", feed=feed, papers=papers, names=core.topic_names(), saved={p.id for p in core.saved()},
+                  tags=core.paper_tags([p.id for p in papers]), ratings=core.ratings(), reasons={it.paper.id: it.reasons for it in feed.items})
 
 
 def mark_seen(core: Assistant) -> str:
@@ -89,6 +108,7 @@ def paper_view(core: Assistant, paper_id: str) -> str:
         names=core.topic_names(),
         tags=core.paper_tags([paper_id]).get(paper_id, []),
         saved=core.is_saved(paper_id),
+        rating=core.ratings().get(paper_id, 0),
         abs_url=abs_link(p),  # http(s) only: a stored javascript: URL never becomes a link
         local_pdf=core.local_pdf(p),  # the app's own copy, the only PDFs it serves
     )
