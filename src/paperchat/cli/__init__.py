@@ -15,12 +15,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, mcp, serve, topics, update
+from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, mcp, serve, table, topics, update
 from paperchat.cli.common import OneLineParser
 from paperchat.errors import PaperchatError
 from paperchat.launch import INTERRUPTED
 
-GROUPS = (ingest, update, digest, collection, topics, ask, evaluate, bench, doctor, export, serve, mcp)
+GROUPS = (ingest, update, digest, collection, topics, ask, table, evaluate, bench, doctor, export, serve, mcp)
 
 
 def build_parser() -> OneLineParser:

@@ -1,4 +1,4 @@
-"""`paperchat eval run|report|compare|calibrate|beir|feed`: the evaluation commands (the library is
+"""`paperchat eval run|report|compare|calibrate|beir|table|feed`: the evaluation commands (the library is
 `paperchat.evaluation`)."""
 
 from __future__ import annotations
@@ -138,9 +138,25 @@ def cmd_feed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_table(args: argparse.Namespace) -> int:
+    """Gold comparison-table cells: holds-gold, not-stated precision and recall, citation validity."""
+    from paperchat.evaluation.table_eval import evaluate_table
+
+    core = open_assistant(settings_from(args))
+    ev = evaluate_table(core, Path(args.gold), Path(args.data))
+    print(ev.table())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps({"A": ev.summary("A"), "B": ev.summary("B"), "all": ev.summary()}, indent=1))
+        (out / "cells.jsonl").write_text("".join(json.dumps(c.__dict__) + "\n" for c in ev.cells))
+        (out / "report.md").write_text(ev.table() + "\n")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add `eval` and its sub-commands."""
-    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir, feed")
+    ev = sub.add_parser("eval", help="batch evaluation: run, report, compare, beir, table, feed")
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
     er = ev_sub.add_parser("run", help="run question sets through the pipeline")
     er.add_argument("--set", action="append", required=True, help="a question set (JSONL); repeatable")
@@ -171,6 +187,11 @@ def register(sub: Any) -> None:
     bz.add_argument("--tune", action="store_true", help="tune the fusion on the train claims first")
     bz.add_argument("--json", action="store_true")
     bz.set_defaults(func=cmd_beir)
+    tb = ev_sub.add_parser("table", help="comparison-table cells against gold cells written by reading")
+    tb.add_argument("--gold", default="eval/table_gold.jsonl", help="gold cells (JSONL)")
+    tb.add_argument("--data", required=True, help="folder with pdfs/ and abstracts/ (the gold's papers are ingested as needed)")
+    tb.add_argument("--out", help="results folder (summary.json, cells.jsonl, report.md)")
+    tb.set_defaults(func=cmd_table)
     fe = ev_sub.add_parser("feed", help="For you: precision@10 / nDCG@10 for simulated researchers against newest-first and followed-topic baselines")
     fe.add_argument("--cutoff", help="ratings before this day, feeds after it (YYYY-MM-DD; default: --weeks before the newest paper)")
     fe.add_argument("--weeks", type=int_in(1, 52, "--weeks"), default=8, help="weekly feeds after the cutoff")
