@@ -43,6 +43,17 @@ def app_url(built_library: Library) -> Iterator[tuple[str, h.Core]]:
         yield served
 
 
+@pytest.fixture(autouse=True)
+def pdf_worker_before_the_browser() -> None:
+    """Start the PDFium worker before Playwright: a child forked later inherits the Playwright driver's pipes,
+    and the driver, never seeing them close, keeps `browser.close()` waiting for as long as the child lives."""
+    import os
+
+    from paperchat.reading import document
+
+    document.WORKER.call(os.getpid)
+
+
 @pytest.fixture
 def page() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
@@ -378,3 +389,58 @@ def test_for_you_learns_from_ratings_in_a_real_browser(built_library: Library, p
         page.wait_for_function("(p) => !document.querySelector(`#pc-foryou .pc-row[data-paper='${p}']`)", arg=top)
         assert core.ratings()[top] == -1
         _shot(page, "16-for-you-not-interested")
+
+
+@pytest.mark.slow
+def test_compare_table_in_a_real_browser(built_library: Library, page: Any) -> None:
+    """Issue 36 in the page: a topic's papers compared in a table, a column added, a cell clicked opens the
+    paper at its quote with the highlight; a paper's page adds it to the comparison."""
+    with served_app(built_library) as (url, core):
+        page.goto(url)
+        page.wait_for_selector(".pc-card")
+        page.click('.pc-card a[href="#topic/rag"]')
+        page.wait_for_selector(".pc-list .pc-row >> visible=true")
+        page.click("#pc-compare-topic")
+        page.wait_for_selector("table.pc-compare tbody tr", timeout=120_000)
+        rows = page.locator("table.pc-compare tbody tr").evaluate_all("els => els.map(e => e.dataset.paper)")
+        assert rows == core.library.catalog.topic_papers("rag")[:10]
+        heads = page.locator("table.pc-compare thead th").all_inner_texts()
+        assert heads[1:] == ["Task", "Approach", "Datasets", "Metric and best result", "Model and size", "Compute", "Code"]
+        _shot(page, "17-compare-from-topic")
+        from urllib.parse import unquote
+
+        csv_href = page.locator("#pc-compare a.pc-csv").get_attribute("href") or ""
+        assert csv_href.startswith("data:text/csv") and unquote(csv_href).split(",", 1)[1].startswith("paper_id,title,Task,Task (citation)")
+
+        # -- a column added on the page -------------------------------------------------------------
+        page.locator("#pc-add-column textarea, #pc-add-column input").first.fill("Which retriever is used?")
+        page.click("#pc-add-column-btn")
+        page.wait_for_function("() => [...document.querySelectorAll('table.pc-compare thead th')].some(e => e.innerText === 'Which retriever is used')",
+                               timeout=120_000)
+        cells = page.locator('table.pc-compare td.pc-cell[data-column="Which retriever is used"]')
+        assert cells.count() == len(rows)
+        _shot(page, "18-compare-column-added")
+
+        # -- a paper's page adds it (a stored PDF: its cells quote pages) --------------------------------
+        extra = "2005.11401"
+        page.evaluate(f"location.hash = 'paper/{extra}'")
+        page.wait_for_selector(f'.pc-paper[data-paper="{extra}"]')
+        page.click("#pc-add-compare")
+        page.wait_for_function("(p) => (document.querySelector('#pc-compare-ids textarea, #pc-compare-ids input') || {}).value.includes(p)", arg=extra)
+        page.get_by_role("tab", name="Compare").click()
+        page.click("#pc-build-table")
+        page.wait_for_selector(f'table.pc-compare tr[data-paper="{extra}"]', timeout=120_000)
+
+        # -- a cell with a page opens the paper there, the quote highlighted ---------------------------
+        paged = [a for a in page.locator(f'table.pc-compare tr[data-paper="{extra}"] a.pc-cell-link').all()
+                 if (a.get_attribute("href") or "").count("/") == 2]
+        assert paged, "no cell of the PDF quotes a page"
+        href = paged[0].get_attribute("href") or ""
+        _shot(page, "19-compare-with-a-pdf")
+        paged[0].click()
+        pg_no = int(href.split("/")[2])
+        page.wait_for_selector("#pc-viewer .pc-hl", timeout=60_000)
+        assert int(page.locator("#pc-page-no input").input_value()) == pg_no
+        _shot(page, "20-compare-cell-opened")
+        page.goto("about:blank")  # leave the app before it stops (a closing page kept its event stream open)
+

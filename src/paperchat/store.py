@@ -458,6 +458,8 @@ class VectorStore:
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The chunks of these ids that the store holds, by id."""
+        if not ids:
+            return {}
         res = self.collection.get(ids=list(ids), include=["documents", "metadatas"])
         return {cid: _chunk(cid, doc, meta) for cid, doc, meta in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 

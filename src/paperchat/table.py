@@ -32,9 +32,10 @@ from paperchat.types import Scope
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant
 
-CELL_VERSION = "2"  # bump when the way a cell is computed changes: cached cells of other versions are ignored
+CELL_VERSION = "3"  # bump when the way a cell is computed changes: cached cells of other versions are ignored
 LOW_CONFIDENCE = 0.0  # reader logit under this: the cell is marked low-confidence
 NOT_STATED_BELOW = -1.0  # reader logit under this for the best sentence: "not stated" (see `paperchat eval table`)
+LOW_MARGIN = 1.0  # with the cell picker: a best logit within this of its not-stated threshold is low-confidence
 READ_CHUNKS = 6  # the paper's best chunks for the column's question whose sentences the reader reads
 MAX_PAPERS, MAX_COLUMNS = 50, 12
 VALUE_WORDS = 12
@@ -42,10 +43,14 @@ VALUE_WORDS = 12
 
 @dataclass(frozen=True)
 class Column:
-    """A column: its header and the question asked of every paper."""
+    """A column: its header, the question the reader reads every sentence against, the text searched for the
+    paper's chunks (the question when empty), and whether it summarises the paper (read from the abstract and
+    first page, where a paper says what it does, instead of searched)."""
 
     name: str
     question: str
+    search: str = ""
+    summary: bool = False
 
 
 PRESETS: dict[str, list[Column]] = {
@@ -237,8 +242,15 @@ class CellCache:
 class TableBuilder:
     """Builds tables over an Assistant (its AskPDF answerer, reader and stored PDFs), with the cell cache."""
 
-    def __init__(self, core: Assistant, reader: Callable[..., Any] | None | bool = True, cache: CellCache | None = None) -> None:
+    def __init__(self, core: Assistant, reader: Callable[..., Any] | None | bool = True, cache: CellCache | None = None,
+                 cell_model: Any = True) -> None:
+        from paperchat.table_model import MODEL_DIR, CellModel
+
         self.core = core
+        # True: the trained cell picker (models/table-cells) when it is there; False or None: the reader alone
+        self.cell_model: CellModel | None = CellModel.load() if cell_model is True else (cell_model or None)
+        self._model_tag = hashlib.sha256((MODEL_DIR / "model.json").read_bytes()).hexdigest()[:12] if self.cell_model is not None and cell_model is True else (
+            "given" if self.cell_model is not None else "-")
         self.cache = cache if cache is not None else CellCache(core.settings.data_dir / "tables.sqlite")
         # True: the shipped sentence reader when its weights are there; False: the AskPDF answerer alone
         self.reader: Callable[..., Any] | None = (_default_reader() if reader is True else None if reader is False else reader)
@@ -247,7 +259,8 @@ class TableBuilder:
     def key(self, paper_id: str, column: Column) -> str:
         """The cache key: the paper's content (abstract and PDF hashes), the question, the answerer, the reader."""
         hashes = self.core.library.catalog.hashes([paper_id]).get(paper_id, (None, None))
-        parts = [CELL_VERSION, paper_id, str(hashes[0]), str(hashes[1]), column.question, self.llm or "extractive", "reader" if self.reader else "-"]
+        parts = [CELL_VERSION, paper_id, str(hashes[0]), str(hashes[1]), column.question, column.search, str(column.summary),
+                 self.llm or "extractive", "reader" if self.reader else "-", self._model_tag]
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
     def cell(self, paper_id: str, column: Column) -> Cell:
@@ -268,33 +281,53 @@ class TableBuilder:
             return self._read(paper_id, column)
         return self._answer(paper_id, column)
 
-    def _read(self, paper_id: str, column: Column) -> Cell:
-        """The reader's best sentence among the paper's best chunks for the question and its abstract: every
-        quotable sentence scored with its neighbours, as the reader was trained."""
-        from paperchat.answering.select import neighbours_of
+    def candidates(self, paper_id: str, column: Column, k: int = READ_CHUNKS) -> list[Any]:
+        """The sentences the reader reads for a cell: a summary column's abstract and first page; any other
+        column's best `k` chunks for its search text, and the abstract (where a paper says what it does)."""
         from paperchat.answering.text import candidates
         from paperchat.text import Tokenizer
+        from paperchat.types import Hit
+
+        lib = self.core.library
+        hashes = lib.catalog.hashes([paper_id]).get(paper_id, (None, None))
+        abstract = lib.store.get_chunks([hashes[0]]) if hashes[0] else {}
+        if column.summary:
+            first = [c for c in lib.store.get_chunks(lib.store.ids_of_paper(paper_id, "pdf")).values() if c.page == 1]
+            hits = [Hit(chunk=c, score=0.0) for c in [*abstract.values(), *sorted(first, key=lambda c: c.start)]]
+        else:
+            hits = self.core.search(column.search or column.question, Scope.for_paper(paper_id), k=k)
+            if not any(h.chunk.page is None for h in hits):
+                hits = [*hits, *(Hit(chunk=c, score=0.0) for c in abstract.values())]
+        return candidates(self.core.qa.sources(hits), _TOKENIZER.setdefault("t", Tokenizer()))
+
+    def _read(self, paper_id: str, column: Column) -> Cell:
+        """The reader's best sentence among the cell's candidates, each scored with its neighbours, as the reader
+        was trained; "not stated" when even the best is under NOT_STATED_BELOW."""
+        from paperchat.answering.select import neighbours_of
 
         assert self.reader is not None
-        scope = Scope.for_paper(paper_id)
-        hits = self.core.search(column.question, scope, k=READ_CHUNKS)
-        if not any(h.chunk.page is None for h in hits):  # the abstract: where a paper says what it does
-            hashes = self.core.library.catalog.hashes([paper_id]).get(paper_id, (None, None))
-            got = self.core.library.store.get_chunks([hashes[0]]) if hashes[0] else {}
-            from paperchat.types import Hit
+        if self.cell_model is not None:
+            from paperchat.table_model import candidate_rows, page_count
 
-            hits = [*hits, *(Hit(chunk=c, score=0.0) for c in got.values())]
-        sources = self.core.qa.sources(hits)
-        cands = candidates(sources, _TOKENIZER.setdefault("t", Tokenizer()))
-        if not cands:
-            return Cell(paper_id, column.name, not_stated=True)
-        logits = self.reader(column.question, [c.text for c in cands], [neighbours_of(cands, i) for i in range(len(cands))])
+            cands, reader, vecs, qvec = candidate_rows(self, paper_id, column)
+            if not cands:
+                return Cell(paper_id, column.name, not_stated=True)
+            m = self.cell_model
+            logits = m.score(m.features(column, [c.text for c in cands], [c.page for c in cands], reader, vecs, qvec, page_count(self, paper_id),
+                                        [c.position for c in cands]))
+            floor, low = m.not_stated_below, m.not_stated_below + LOW_MARGIN
+        else:
+            cands = self.candidates(paper_id, column)
+            if not cands:
+                return Cell(paper_id, column.name, not_stated=True)
+            logits = self.reader(column.question, [c.text for c in cands], [neighbours_of(cands, i) for i in range(len(cands))])
+            floor, low = NOT_STATED_BELOW, LOW_CONFIDENCE
         best = int(logits.argmax())
         top = float(logits[best])
-        if top < NOT_STATED_BELOW:
+        if top < floor:
             return Cell(paper_id, column.name, not_stated=True, reader=round(top, 3))
         c = cands[best]
-        cell = Cell(paper_id, column.name, quote=c.text, page=c.page, reader=round(top, 3), low_confidence=top < LOW_CONFIDENCE)
+        cell = Cell(paper_id, column.name, quote=c.text, page=c.page, reader=round(top, 3), low_confidence=top < low)
         if c.page is not None:
             pdf = self.core.stored_pdf(paper_id)
             if pdf is not None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paperchat.errors import InputError
-from paperchat.table import Column, TableBuilder
+from paperchat.table import Column, TableBuilder, column_of
 
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant
@@ -157,7 +157,8 @@ def evaluate_table(core: Assistant, gold_path: Path, data: Path, builder: TableB
     ev = TableEval()
     for g in gold:
         pid = g["paper_id"]
-        cell = builder.cell(pid, Column(g["column"], g["question"]))
+        col = column_of(g["column"])
+        cell = builder.cell(pid, col if col.question == g["question"] else Column(g["column"], g["question"]))
         quote = cell.quote
         holds = False
         if not g["not_stated"] and not cell.not_stated:

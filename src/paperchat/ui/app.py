@@ -42,6 +42,8 @@ class _Shell:
 class _TopicTab:
     pick: Any
     follow_btn: Any
+    compare_btn: Any
+    compare_cited_btn: Any
     now_box: Any
     head: Any
     filt: Any
@@ -54,6 +56,7 @@ class _TopicTab:
 class _PaperTab:
     html: Any
     save_btn: Any
+    add_compare_btn: Any
     chat: Any
     viewer_col: Any
     view: Any
@@ -117,6 +120,7 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
     pick = gr.Dropdown(choices=_topic_choices(core), value=first, label="Topic", allow_custom_value=True)
     with gr.Row():
         follow_btn = gr.Button("Follow", variant="secondary", scale=0)
+        compare_btn = gr.Button("Compare these papers", elem_id="pc-compare-topic", variant="secondary", scale=0)
         now_box = gr.Textbox(label="Now (YYYY-MM-DD; empty = newest date in the corpus)", scale=1)
     head = gr.HTML()
     with gr.Row():
@@ -134,6 +138,7 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
                 answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
                 k = gr.Slider(3, 20, value=settings.retrieval.k, step=1, label="Sources")
                 since = gr.Textbox(label="Only papers since (YYYY-MM-DD)")
+            compare_cited_btn = gr.Button("Compare the cited papers", elem_id="pc-compare-cited", size="sm", scale=0)
             sources = gr.HTML()
 
     show_topic = _show_topic(core)
@@ -154,7 +159,7 @@ def _topic_tab(core: Assistant, settings: Settings, shell: _Shell, first: str, a
             yield msgs, src, ""
 
     q.submit(turn, [q, chat, shell.topic_state, k, since, answerer], [chat, sources, q], api_visibility="private", concurrency_limit=4)
-    return _TopicTab(pick, follow_btn, now_box, head, filt, page_no, listing, chat)
+    return _TopicTab(pick, follow_btn, compare_btn, compare_cited_btn, now_box, head, filt, page_no, listing, chat)
 
 
 def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: list[str]) -> _PaperTab:
@@ -162,7 +167,9 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
     import gradio as gr
 
     html = gr.HTML('<p class="pc-empty">Open a paper from a topic page.</p>')
-    save_btn = gr.Button("Save", scale=0)
+    with gr.Row():
+        save_btn = gr.Button("Save", scale=0)
+        add_compare_btn = gr.Button("Add to comparison", elem_id="pc-add-compare", scale=0)
     with gr.Accordion("Add this paper's PDF", open=False):
         attach = gr.File(file_types=[".pdf"], label="PDF of this paper")
         fetch_btn = gr.Button("Download from arXiv", scale=0)
@@ -182,7 +189,7 @@ def _paper_tab(core: Assistant, settings: Settings, shell: _Shell, answerers: li
             q = gr.Textbox(placeholder="Ask about this paper ...", show_label=False)
             answerer = gr.Dropdown(answerers, value=settings.answerer, label="Answerer")
             sources = gr.HTML()
-    tab = _PaperTab(html, save_btn, chat, viewer_col, view, page_no, zoom, cite)
+    tab = _PaperTab(html, save_btn, add_compare_btn, chat, viewer_col, view, page_no, zoom, cite)
 
     def turn_page(step: int) -> Any:
         def go(pid: str, page: float, zoom_: float, cite_: dict[str, Any]) -> tuple[Any, ...]:
@@ -260,6 +267,93 @@ def _for_you_tab(core: Assistant) -> Any:
     feed = gr.HTML(elem_id="pc-foryou")
     refresh.click(lambda: h.for_you_html(core), None, feed, api_visibility="private")
     return feed
+
+
+def _table_handler(core: Assistant) -> Any:
+    """The handler that builds the Compare table from the ids box, the columns and the sort (with a progress bar)."""
+    import gradio as gr
+
+    def build(ids_: str, cols_: list[str], sort_: str, progress: Any = gr.Progress()) -> str:  # noqa: B008 - how Gradio passes a progress bar
+        chosen = [p.strip() for p in (ids_ or "").split(",") if p.strip()]
+        return h.compare_table(core, chosen, list(cols_ or []), sort_ or "", progress=progress)
+
+    return build
+
+
+@dataclass
+class _CompareTab:
+    ids: Any
+    cols: Any
+    sort: Any
+    out: Any
+
+
+def _compare_tab(core: Assistant) -> _CompareTab:
+    """Compare: papers by columns you choose, every cell a quote that opens the paper at its page."""
+    import gradio as gr
+
+    from paperchat.table import PRESETS
+
+    names = [c.name for c in PRESETS["empirical"]]
+    ids = gr.Textbox(label="Papers (ids, comma-separated: filled from a topic, an answer or a paper's page)", elem_id="pc-compare-ids")
+    cols = gr.CheckboxGroup(choices=names, value=names, label="Columns (untick to remove)", elem_id="pc-compare-cols")
+    with gr.Row():
+        add = gr.Textbox(placeholder="Add a column: a name (Datasets) or a question", show_label=False, elem_id="pc-add-column", scale=3)
+        add_btn = gr.Button("Add column", elem_id="pc-add-column-btn", scale=0)
+        sort = gr.Dropdown(choices=["", *names], value="", label="Sort by", elem_id="pc-compare-sort", scale=1)
+    build_btn = gr.Button("Build table", variant="primary", elem_id="pc-build-table", scale=0)
+    out = gr.HTML(elem_id="pc-compare")
+    tab = _CompareTab(ids, cols, sort, out)
+
+    build = _table_handler(core)
+
+    outputs = [out]
+    build_btn.click(build, [ids, cols, sort], outputs, api_visibility="private", concurrency_limit=1)
+
+    def add_column(text: str, cols_: list[str], choices_sort: str) -> tuple[Any, ...]:
+        text = " ".join((text or "").split())
+        if not text:
+            return gr.update(), gr.update(), ""
+        now = [*(cols_ or []), text] if text not in (cols_ or []) else list(cols_)
+        return gr.update(choices=list(dict.fromkeys([*names, *now])), value=now), gr.update(choices=["", *now]), ""
+
+    for ev in (add_btn.click, add.submit):
+        ev(add_column, [add, cols, sort], [cols, sort, add], api_visibility="private").then(build, [ids, cols, sort], outputs, api_visibility="private")
+    cols.input(build, [ids, cols, sort], outputs, api_visibility="private")
+    sort.input(build, [ids, cols, sort], outputs, api_visibility="private")
+    return tab
+
+
+def _wire_compare(core: Assistant, shell: _Shell, topic: _TopicTab, paper: _PaperTab, cmp: _CompareTab) -> None:
+    """Reaching Compare: a topic's (or collection's) papers, the papers a topic answer cites, a paper added."""
+    import gradio as gr
+
+    from paperchat.table import scope_papers
+
+    build = _table_handler(core)
+
+    def of_topic(slug: str) -> tuple[Any, ...]:
+        try:
+            return ", ".join(scope_papers(core, topic=slug, limit=10)), gr.update(selected="compare")
+        except Exception as exc:
+            return gr.update(), md_text(str(exc))
+
+    def of_answer(hist: list[dict[str, Any]]) -> tuple[Any, ...]:
+        ids = h.cited_ids(hist)
+        if not ids:
+            return gr.update(), gr.update()
+        return ", ".join(ids), gr.update(selected="compare")
+
+    def add_paper(pid: str, ids_: str) -> tuple[Any, ...]:
+        have = [p.strip() for p in (ids_ or "").split(",") if p.strip()]
+        if not pid:
+            return gr.update(), "Open a paper first."
+        return ", ".join(dict.fromkeys([*have, pid])), f"Added {md_text(pid)} to the comparison ({len(set(have) | {pid})} papers)."
+
+    table_io = ([cmp.ids, cmp.cols, cmp.sort], [cmp.out])
+    topic.compare_btn.click(of_topic, shell.topic_state, [cmp.ids, shell.tabs], api_visibility="private").then(build, *table_io, api_visibility="private")
+    topic.compare_cited_btn.click(of_answer, topic.chat, [cmp.ids, shell.tabs], api_visibility="private").then(build, *table_io, api_visibility="private")
+    paper.add_compare_btn.click(add_paper, [shell.paper_state, cmp.ids], [cmp.ids, shell.notice], api_visibility="private")
 
 
 def _eval_tab() -> None:
@@ -399,6 +493,8 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
                 paper = _paper_tab(core, settings, shell, answerers)
             with gr.Tab("Upload a PDF", id="upload"):
                 _upload_tab(core, settings, shell, paper)
+            with gr.Tab("Compare", id="compare"):
+                compare = _compare_tab(core)
             with gr.Tab("For you", id="foryou") as foryou_tab:
                 foryou = _for_you_tab(core)
             foryou_tab.select(lambda: h.for_you_html(core), None, foryou, api_visibility="private")
@@ -410,6 +506,7 @@ def build_app(settings: Settings, core: Assistant | None = None) -> Any:
                 _eval_tab()
 
         _wire_navigation(core, shell, overview, topic, paper, lists, foryou)
+        _wire_compare(core, shell, topic, paper, compare)
         _api(core)
         fill = [shell.topic_state, topic.now_box, topic.filt, topic.page_no]
         demo.load(_show_topic(core), fill, [topic.head, topic.listing, topic.follow_btn], api_visibility="private")

@@ -38,6 +38,10 @@ CSS = """
 .pc-rate-links {margin-left:6px; white-space:nowrap} .pc-rate {font-size:.75rem; color:#6b7280 !important; text-decoration:none; margin-right:4px}
 .pc-rate:hover {color:#4f46e5 !important} .pc-rated {color:#4f46e5 !important; font-weight:600}
 .pc-reasons {font-size:.8rem; color:#065f46; margin:2px 0} .pc-reason {background:#ecfdf5; border-radius:6px; padding:0 6px; margin-right:4px}
+.pc-compare-scroll {overflow-x:auto} .pc-compare {border-collapse:collapse; font-size:.85rem}
+.pc-compare th, .pc-compare td {border:1px solid #e5e7eb; padding:6px 8px; vertical-align:top; min-width:160px; text-align:left}
+.pc-compare th {background:#f9fafb} .pc-cell-link {color:#111827 !important; text-decoration:none} .pc-cell-link:hover {text-decoration:underline}
+.pc-low {color:#b45309; font-weight:600} .pc-low-cell {background:#fffbeb} .pc-not-stated {background:#f9fafb}
 .pc-hl {position:absolute; background:rgba(249,115,22,.25); outline:2px solid rgba(234,88,12,.85); border-radius:2px; mix-blend-mode:multiply}
 """
 

@@ -87,6 +87,38 @@ def for_you_html(core: Assistant, k: int = 30) -> str:
                   tags=core.paper_tags([p.id for p in papers]), ratings=core.ratings(), reasons={it.paper.id: it.reasons for it in feed.items})
 
 
+# -- comparison tables ------------------------------------------------------------------------------
+
+
+def cited_ids(history: list[dict[str, Any]]) -> list[str]:
+    """The papers the last answer of a chat cites (its #paper/ID links), in order."""
+    import re
+
+    for m in reversed(history or []):
+        if m.get("role") == "assistant" and isinstance(m.get("content"), str):
+            return list(dict.fromkeys(re.findall(r"#paper/([^/)\s\"']+)", m["content"])))
+    return []
+
+
+def compare_table(core: Assistant, ids: list[str], columns: list[str], sort: str = "", progress: Any = None) -> str:
+    """The Compare view's html: the table, with CSV and Markdown download links; an error in words when it
+    cannot be built."""
+    from paperchat.table import TableBuilder, column_of
+
+    try:
+        cols = [column_of(c) for c in columns]
+        builder = _BUILDERS.get(id(core)) or _BUILDERS.setdefault(id(core), TableBuilder(core))
+        table = builder.build(ids, cols, (lambda d, t: progress(d / t, desc=f"cells {d} of {t}")) if progress else None)
+    except PaperchatError as exc:
+        return _error(exc)
+    fresh = sum(1 for c in table.cells.values() if not c.cached)
+    return render("compare.html", table=table, rows=table.sorted_by(sort if sort in {c.name for c in cols} else None),
+                  fresh=fresh, cached=len(table.cells) - fresh, csv=table.to_csv(), markdown=table.to_markdown() + "\n")
+
+
+_BUILDERS: dict[int, Any] = {}
+
+
 def mark_seen(core: Assistant) -> str:
     """Move the last visit to now (as `paperchat digest` does) and show the lists again: nothing is new."""
     core.digest()
