@@ -30,6 +30,8 @@ EDGES: dict[str, tuple[str, ...]] = {
 BELOW_THE_FACADE = {
     "paperchat.evaluation.beir": "SciFact benchmark of the retrieval parts: its own BM25 and dense index over SciFact, no library",
     "paperchat.evaluation.corpus": "builds the suite's quality corpus from a full store's search snapshot (its vectors), as demo.build_demo does",
+    "paperchat.evaluation.feed_eval": "fits the For you model on simulated researchers' ratings in memory (never written to the catalogue) over the library's feature space",
+    "paperchat.evaluation.table_eval": "measures the table builder itself (cells of the gold set) and checks each quote against the PDF's own page text",
 }
 REACH_THROUGH = {"library", "store", "catalog", "lexical", "collection", "embedder"}
 

@@ -201,7 +201,7 @@ def fit(space: FeatureSpace, sigs: list[Signal], followed: list[str], followed_i
     if not len(pool) and not len(neg):  # a library of rated papers only: nothing to contrast with
         return Model(space, sigs, followed, None, 0.0, (time.perf_counter() - t0) * 1000, pos)
     clf = LogisticRegression(C=C, max_iter=300)
-    clf.fit(space.matrix(rows), y, sample_weight=w)
+    clf.fit(space.matrix(rows).astype(np.float64), y, sample_weight=w)
     return Model(space, sigs, followed, clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), (time.perf_counter() - t0) * 1000, pos)
 
 

@@ -32,10 +32,12 @@ from paperchat.types import Scope
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant
 
-CELL_VERSION = "3"  # bump when the way a cell is computed changes: cached cells of other versions are ignored
+CELL_VERSION = "4"  # bump when the way a cell is computed changes: cached cells of other versions are ignored
 LOW_CONFIDENCE = 0.0  # reader logit under this: the cell is marked low-confidence
 NOT_STATED_BELOW = -1.0  # reader logit under this for the best sentence: "not stated" (see `paperchat eval table`)
 LOW_MARGIN = 1.0  # with the cell picker: a best logit within this of its not-stated threshold is low-confidence
+READ_TOP = 12  # with the cell picker: candidates the reader reads (the best by the picker's other features)
+VECTOR_CACHE = 50_000  # sentences whose vectors a builder keeps
 READ_CHUNKS = 6  # the paper's best chunks for the column's question whose sentences the reader reads
 MAX_PAPERS, MAX_COLUMNS = 50, 12
 VALUE_WORDS = 12
@@ -255,6 +257,22 @@ class TableBuilder:
         # True: the shipped sentence reader when its weights are there; False: the AskPDF answerer alone
         self.reader: Callable[..., Any] | None = (_default_reader() if reader is True else None if reader is False else reader)
         self.llm = core.settings.answerer if core.settings.answerer != "extractive" else None
+        self._llm_impl: Any = None
+        self.pages: dict[str, int] = {}  # each paper's page count (a feature of the cell picker)
+        self._vectors: dict[str, Any] = {}  # sentence -> unit MiniLM vector: a paper's columns share most sentences
+
+    def vectors(self, texts: Sequence[str]) -> Any:
+        """Unit MiniLM vectors of these texts (each sentence embedded once per builder)."""
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if todo:
+            v = self.core.embed(todo).astype(np.float32)
+            v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            if len(self._vectors) > VECTOR_CACHE:
+                self._vectors.clear()
+            self._vectors.update(zip(todo, v, strict=True))
+        return np.stack([self._vectors[t] for t in texts])
 
     def key(self, paper_id: str, column: Column) -> str:
         """The cache key: the paper's content (abstract and PDF hashes), the question, the answerer, the reader."""
@@ -306,10 +324,10 @@ class TableBuilder:
         from paperchat.answering.select import neighbours_of
 
         assert self.reader is not None
-        if self.cell_model is not None:
+        if self.cell_model is not None and column.name in self.cell_model.prototypes:  # a column it was trained for
             from paperchat.table_model import candidate_rows, page_count
 
-            cands, reader, vecs, qvec = candidate_rows(self, paper_id, column)
+            cands, reader, vecs, qvec = candidate_rows(self, paper_id, column, read_top=READ_TOP)
             if not cands:
                 return Cell(paper_id, column.name, not_stated=True)
             m = self.cell_model
@@ -368,7 +386,11 @@ class TableBuilder:
             "taken from the sentence, and nothing else."
         )
         try:
-            got = self.core.answerer(self.llm).complete(prompt)
+            if self._llm_impl is None:  # from this table's settings (the facade's own answerer may be another)
+                from paperchat.providers.answerers import get_answerer
+
+                self._llm_impl = get_answerer(self.core.settings, self.llm, self.core.library.embedder)
+            got = self._llm_impl.complete(prompt)
         except PaperchatError:
             return ""
         got = " ".join(str(got).split()).strip(" .")

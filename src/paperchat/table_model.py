@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paperchat.errors import InputError
 from paperchat.settings import PROJECT_ROOT
 
 if TYPE_CHECKING:
@@ -119,25 +120,39 @@ class CellModel:
                    np.asarray(d["scale"], dtype=np.float32), np.asarray(d["coef"], dtype=np.float32), float(d["bias"]), float(d["not_stated_below"]))
 
 
-def candidate_rows(builder: TableBuilder, paper_id: str, column: Column) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
-    """A cell's candidates with what the features need: (candidates, reader logits, unit vectors, unit question vector)."""
+def candidate_rows(builder: TableBuilder, paper_id: str, column: Column, read_top: int | None = None) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    """A cell's candidates with what the features need: (candidates, reader logits, unit vectors, unit question
+    vector). With `read_top`, only that many candidates, those the model ranks best without the reader (its
+    logit set to the training mean), are read by the reader (it is most of a cell's time); the rest are dropped."""
     from paperchat.answering.select import neighbours_of
 
     cands = builder.candidates(paper_id, column)
     if not cands:
         return [], np.zeros(0), np.zeros((0, 1)), np.zeros(1)
     assert builder.reader is not None
-    reader = builder.reader(column.question, [c.text for c in cands], [neighbours_of(cands, i) for i in range(len(cands))])
-    v = builder.core.embed([column.question] + [c.text for c in cands]).astype(np.float32)
-    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return cands, np.asarray(reader, dtype=np.float32), v[1:], v[0]
+    v = builder.vectors([column.question] + [c.text for c in cands])
+    vecs, qvec = v[1:], v[0]
+    model = builder.cell_model
+    if read_top is not None and model is not None and len(cands) > read_top:
+        guess = np.full(len(cands), float(model.mean[0]), dtype=np.float32)
+        pre = model.score(model.features(column, [c.text for c in cands], [c.page for c in cands], guess, vecs, qvec,
+                                         page_count(builder, paper_id), [c.position for c in cands]))
+        keep = sorted(np.argsort(-pre)[:read_top].tolist())
+        ctx = [neighbours_of(cands, i) for i in keep]
+        cands, vecs = [cands[i] for i in keep], vecs[keep]
+    else:
+        ctx = [neighbours_of(cands, i) for i in range(len(cands))]
+    reader = builder.reader(column.question, [c.text for c in cands], ctx)
+    return cands, np.asarray(reader, dtype=np.float32), vecs, qvec
 
 
 def page_count(builder: TableBuilder, paper_id: str) -> int:
-    """The last page any stored chunk of the paper comes from (1 for an abstract)."""
-    lib = builder.core.library
-    pages = [c.page for c in lib.store.get_chunks(lib.store.ids_of_paper(paper_id, "pdf")).values() if c.page]
-    return max(pages, default=1)
+    """The last page any stored chunk of the paper comes from (1 for an abstract); kept per builder."""
+    if paper_id not in builder.pages:
+        lib = builder.core.library
+        pages = [c.page for c in lib.store.get_chunks(lib.store.ids_of_paper(paper_id, "pdf")).values() if c.page]
+        builder.pages[paper_id] = max(pages, default=1)
+    return builder.pages[paper_id]
 
 
 def train(builder: TableBuilder, gold: list[dict[str, Any]], c: float = 1.0) -> tuple[CellModel, dict[str, Any]]:
@@ -186,10 +201,49 @@ def train(builder: TableBuilder, gold: list[dict[str, Any]], c: float = 1.0) -> 
     return model, meta
 
 
+ABSTRACTS = "abstracts/arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl"
+
+
+def read_gold(path: Path) -> list[dict[str, Any]]:
+    """The gold cells (one JSON object a line).
+
+    Raises:
+        InputError: a line is not JSON or lacks a field.
+    """
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            for k in ("id", "paper_id", "source", "column", "question", "not_stated"):
+                row[k]  # noqa: B018 - presence check
+        except (ValueError, KeyError) as exc:
+            raise InputError(f"{path}:{n} is not a gold cell ({exc})", "see eval/table_gold.jsonl for the format") from exc
+        out.append(row)
+    return out
+
+
+def ingest_gold_papers(core: Any, gold: list[dict[str, Any]], data: Path) -> None:
+    """Ingest the gold's PDFs (with their metadata.json) and abstract records that the library lacks."""
+    from paperchat.ingestion.records import read_records
+
+    pdfs = sorted({data / "pdfs" / r["pdf"] for r in gold if r["source"] == "pdf"})
+    want = {r["paper_id"] for r in gold if r["source"] == "abstract"}
+    have = set(core.library.catalog.get_many([r["paper_id"] for r in gold]))
+    if pdfs:  # a PDF already stored is skipped by its hash
+        rep = core.ingest_pdfs(pdfs)
+        if rep.failed:
+            raise InputError(f"{len(rep.failed)} gold PDFs could not be ingested: {rep.failed[0]}", "check --data")
+    missing = want - have
+    if missing:
+        recs = [p for p in read_records(data / ABSTRACTS) if getattr(p, "id", None) in missing]
+        core.ingest_papers(recs)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train on eval/table_train.jsonl (ingesting its papers from --data into the data folder) and save."""
     from paperchat.assistant import Assistant
-    from paperchat.evaluation.table_eval import ingest_gold_papers, read_gold
     from paperchat.settings import Settings
     from paperchat.table import TableBuilder
 

@@ -31,12 +31,17 @@ from paperchat.dates import user_day
 from paperchat.ingestion.records import Failure
 from paperchat.ports import free_port
 from paperchat.reading import ZOOMS, PageView
+from paperchat.table import MAX_COLUMNS, MAX_PAPERS, PRESETS, column_of
 from paperchat.tex import plain
 from paperchat.text import Tokenizer, normalize_for_match, percentile, printable, split_sentences
 from paperchat.topics import Momentum
 
 __all__ = [
     "CITATION",
+    "MAX_COLUMNS",
+    "MAX_PAPERS",
+    "PRESETS",
+    "column_of",
     "REPAIR",
     "Tokenizer",
     "Assistant",

@@ -14,6 +14,7 @@ from paperchat.assistant.ingest import IngestOps
 from paperchat.assistant.reading import ReadingOps
 from paperchat.assistant.records import PdfResult, TopicSummary
 from paperchat.assistant.standalone import check_question, llm_model, pdf_folder
+from paperchat.assistant.tables import TableOps
 from paperchat.assistant.topic_pages import TopicPageOps
 from paperchat.dates import plausible
 from paperchat.errors import NotFound, PaperchatError
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from paperchat.qa import QA
 
 
-class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
+class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, TableOps):
     """An open library and what can be done with it. Build once per process; safe to share between threads
     as the library and QA are.
 

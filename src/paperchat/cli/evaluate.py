@@ -128,7 +128,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
 
     core = open_assistant(settings_from(args))
     cutoff = dt.date.fromisoformat(args.cutoff) if args.cutoff else None
-    ev = evaluate_feed(core.library, cutoff=cutoff, weeks=args.weeks, seeds=args.seeds)
+    ev = evaluate_feed(core, cutoff=cutoff, weeks=args.weeks, seeds=args.seeds)
     if not ev.researchers:
         raise InputError("no simulated researcher: the library needs dated papers with cross-list categories", "ingest the abstracts first")
     text = ev.table()

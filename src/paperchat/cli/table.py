@@ -14,24 +14,23 @@ from paperchat.errors import InputError
 
 def cmd_table(args: argparse.Namespace) -> int:
     """Build the table and print it in the chosen format (progress and timing on stderr)."""
-    from paperchat.table import PRESETS, TableBuilder, column_of, scope_papers
+    from paperchat.assistant import PRESETS, column_of
 
-    for flag in ("topic", "collection", "papers", "question"):
-        if getattr(args, flag) is not None and not getattr(args, flag).strip():
+    for flag, dest in (("topic", "topic"), ("collection", "collection_name"), ("papers", "papers"), ("question", "question")):
+        if getattr(args, dest) is not None and not getattr(args, dest).strip():
             raise InputError(f"--{flag} was given an empty value", "give a slug, ids or a question")
     columns = [column_of(c) for c in args.column or []]
     if args.preset or not columns:
         columns = PRESETS[args.preset or "empirical"] + columns
     core = open_assistant(settings_from(args))
-    ids = scope_papers(core, topic=args.topic, collection=args.collection, papers=args.papers, question=args.question, limit=args.limit)
-    builder = TableBuilder(core)
+    ids = core.comparison_papers(topic=args.topic, collection=args.collection_name, papers=args.papers, question=args.question, limit=args.limit)
     tty = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
         if tty:
             print(f"\rcells {done}/{total}", end="", file=sys.stderr, flush=True)
 
-    table = builder.build(ids, columns, progress)
+    table = core.comparison(ids, columns, progress)
     if tty:
         print(file=sys.stderr)
     if args.format == "json":
@@ -51,7 +50,7 @@ def register(sub: Any) -> None:
     t = sub.add_parser("table", help="compare papers in a table: one column per question, every cell a quote with its page")
     g = t.add_mutually_exclusive_group(required=True)
     g.add_argument("--topic", help="a topic's newest papers (hand-written or discovered slug, or a collection)")
-    g.add_argument("--collection", help="a collection's papers")
+    g.add_argument("--collection", dest="collection_name", help="a collection's papers")
     g.add_argument("--papers", help="comma-separated paper ids")
     g.add_argument("--question", help="the papers a topic answer over the library cites")
     t.add_argument("--column", action="append", help='a column: a name ("Datasets"), "Name=question", or a question; repeatable')

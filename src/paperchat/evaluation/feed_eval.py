@@ -24,6 +24,7 @@ import numpy as np
 from paperchat.foryou import Signal, feature_space, fit
 
 if TYPE_CHECKING:
+    from paperchat.assistant import Assistant
     from paperchat.library import Library
 
 GENERAL = {"cs.CL", "cs.AI", "cs.LG"}  # the corpus's own categories and the catch-all: not an interest
@@ -121,11 +122,12 @@ def researchers(lib: Library, cutoff: dt.date, min_train: int = 40, min_test: in
 
 
 def evaluate_feed(
-    lib: Library, cutoff: dt.date | None = None, weeks: int = 8, seeds: int = 3, ks: tuple[int, ...] = KS,
+    core: Assistant | Library, cutoff: dt.date | None = None, weeks: int = 8, seeds: int = 3, ks: tuple[int, ...] = KS,
     feed_days: int = 7, min_train: int = 40, min_test: int = 20,
 ) -> FeedEval:
     """Run every researcher through every feed after the cutoff (`weeks` feeds of `feed_days` days; the cutoff
-    defaults to that many days before the newest listing date)."""
+    defaults to that many days before the newest listing date); over an Assistant's library or a Library."""
+    lib: Library = core.library if hasattr(core, "library") else core
     t0 = time.perf_counter()
     facts = lib.catalog.dates_and_categories()
     dated = {p: d for p, (d, _) in facts.items() if d is not None}

@@ -16,19 +16,17 @@ to choose anything.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperchat.errors import InputError
 from paperchat.table import Column, TableBuilder, column_of
+from paperchat.table_model import ingest_gold_papers, read_gold
 
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant
 
-ABSTRACTS = "abstracts/arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl"
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be by for from in is it its of on or the this that to was were with we our".split())
 
@@ -100,43 +98,6 @@ class TableEval:
         lines = ["| half | " + " | ".join(keys) + " |", "|" + "---|" * (len(keys) + 1)]
         lines += [f"| {h} | " + " | ".join(str(s[k]) for k in keys) + " |" for h, s in rows]
         return "\n".join(lines) + f"\n\n{len(self.cells)} cells in {self.seconds:.1f} s"
-
-
-def read_gold(path: Path) -> list[dict[str, Any]]:
-    """The gold cells (one JSON object a line).
-
-    Raises:
-        InputError: a line is not JSON or lacks a field.
-    """
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            for k in ("id", "paper_id", "source", "column", "question", "not_stated"):
-                row[k]  # noqa: B018 - presence check
-        except (ValueError, KeyError) as exc:
-            raise InputError(f"{path}:{n} is not a gold cell ({exc})", "see eval/table_gold.jsonl for the format") from exc
-        out.append(row)
-    return out
-
-
-def ingest_gold_papers(core: Assistant, gold: list[dict[str, Any]], data: Path) -> None:
-    """Ingest the gold's PDFs (with their metadata.json) and abstract records that the library lacks."""
-    from paperchat.ingestion.records import read_records
-
-    pdfs = sorted({data / "pdfs" / r["pdf"] for r in gold if r["source"] == "pdf"})
-    want = {r["paper_id"] for r in gold if r["source"] == "abstract"}
-    have = set(core.library.catalog.get_many([r["paper_id"] for r in gold]))
-    if pdfs:  # a PDF already stored is skipped by its hash
-        rep = core.ingest_pdfs(pdfs)
-        if rep.failed:
-            raise InputError(f"{len(rep.failed)} gold PDFs could not be ingested: {rep.failed[0]}", "check --data")
-    missing = want - have
-    if missing:
-        recs = [p for p in read_records(data / ABSTRACTS) if getattr(p, "id", None) in missing]
-        core.ingest_papers(recs)
 
 
 def _page_texts(data: Path, pdf: str) -> list[str]:

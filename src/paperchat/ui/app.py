@@ -292,7 +292,7 @@ def _compare_tab(core: Assistant) -> _CompareTab:
     """Compare: papers by columns you choose, every cell a quote that opens the paper at its page."""
     import gradio as gr
 
-    from paperchat.table import PRESETS
+    from paperchat.assistant import PRESETS
 
     names = [c.name for c in PRESETS["empirical"]]
     ids = gr.Textbox(label="Papers (ids, comma-separated: filled from a topic, an answer or a paper's page)", elem_id="pc-compare-ids")
@@ -328,13 +328,11 @@ def _wire_compare(core: Assistant, shell: _Shell, topic: _TopicTab, paper: _Pape
     """Reaching Compare: a topic's (or collection's) papers, the papers a topic answer cites, a paper added."""
     import gradio as gr
 
-    from paperchat.table import scope_papers
-
     build = _table_handler(core)
 
     def of_topic(slug: str) -> tuple[Any, ...]:
         try:
-            return ", ".join(scope_papers(core, topic=slug, limit=10)), gr.update(selected="compare")
+            return ", ".join(core.comparison_papers(topic=slug, limit=10)), gr.update(selected="compare")
         except Exception as exc:
             return gr.update(), md_text(str(exc))
 

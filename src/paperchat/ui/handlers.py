@@ -103,20 +103,16 @@ def cited_ids(history: list[dict[str, Any]]) -> list[str]:
 def compare_table(core: Assistant, ids: list[str], columns: list[str], sort: str = "", progress: Any = None) -> str:
     """The Compare view's html: the table, with CSV and Markdown download links; an error in words when it
     cannot be built."""
-    from paperchat.table import TableBuilder, column_of
+    from paperchat.assistant import column_of
 
     try:
         cols = [column_of(c) for c in columns]
-        builder = _BUILDERS.get(id(core)) or _BUILDERS.setdefault(id(core), TableBuilder(core))
-        table = builder.build(ids, cols, (lambda d, t: progress(d / t, desc=f"cells {d} of {t}")) if progress else None)
+        table = core.comparison(ids, cols, (lambda d, t: progress(d / t, desc=f"cells {d} of {t}")) if progress else None)
     except PaperchatError as exc:
         return _error(exc)
     fresh = sum(1 for c in table.cells.values() if not c.cached)
     return render("compare.html", table=table, rows=table.sorted_by(sort if sort in {c.name for c in cols} else None),
                   fresh=fresh, cached=len(table.cells) - fresh, csv=table.to_csv(), markdown=table.to_markdown() + "\n")
-
-
-_BUILDERS: dict[int, Any] = {}
 
 
 def mark_seen(core: Assistant) -> str:
