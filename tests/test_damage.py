@@ -78,6 +78,7 @@ def base(tmp_path_factory: pytest.TempPathFactory, shared: Path, minilm: MiniLME
     first = next(p.id for p in lib.catalog.iter_papers())
     lib.catalog.follow("rag")
     lib.catalog.save(first)
+    lib.catalog.rate(first, 1)  # a "more like this" rating (issue 38): kept by a repair like the follows and saves
     lib.close()
     _forget_clients()
     return data
@@ -210,7 +211,8 @@ def test_damaged_lexical_files_rebuild_themselves(data: Path, embedder: Counting
 
 def test_garbled_catalogue_is_one_error_and_repair_refills_it(data: Path, records: Path, embedder: CountingEmbedder) -> None:
     lib = reopen(data, embedder)
-    follows, saves, n = lib.catalog.followed(), lib.catalog.saved(), lib.catalog.count()
+    follows, saves, n, ratings = lib.catalog.followed(), lib.catalog.saved(), lib.catalog.count(), lib.catalog.ratings()
+    assert len(ratings) == 1
     lib.close()
     _garble(data / "catalog.sqlite")
     with pytest.raises(StoreError) as err:
@@ -219,10 +221,11 @@ def test_garbled_catalogue_is_one_error_and_repair_refills_it(data: Path, record
     _forget_clients()
     rep = doctor.repair(make_settings(data), embedder)  # type: ignore[arg-type]
     text = " | ".join(rep.actions)
-    assert "moved the damaged catalogue" in text and f"refilled {N} paper rows" in text and "restored 1 follows and 1 saves" in text, text
+    assert "moved the damaged catalogue" in text and f"refilled {N} paper rows" in text and "restored 1 follows, 1 saves and 1 ratings" in text, text
     assert list(data.glob("catalog.sqlite.damaged-*"))
     lib = reopen(data, embedder)
     assert lib.catalog.followed() == follows and lib.catalog.saved() == saves and lib.catalog.count() == n
+    assert lib.catalog.ratings() == ratings
     rep2 = Ingester(lib).ingest_records(read_records(records))  # restores authors, embeds nothing
     assert rep2.chunks_added == 0
     assert all(p.authors for p in lib.catalog.get_many([pid for pid in rep2.paper_ids]).values())
