@@ -156,7 +156,7 @@ class Model:
             sims = sp.vectors[self.positives] @ sp.vectors[row]
             best = int(np.argmax(sims))
             if sims[best] >= NEAR_COSINE:
-                out.append(f"close to {pos_signals[best].paper_id}, which you {_verb(pos_signals[best].why)}")
+                out.append(f"close to {pos_signals[best].paper_id}, {_which(pos_signals[best].why)}")
         if self.weights is not None:
             base = sp.vectors.shape[1]
             scored = [(float(self.weights[base + sp.vocab[s]]), s) for s in sp.topics[row]]
@@ -172,8 +172,9 @@ class Model:
         return out[:limit]
 
 
-def _verb(why: str) -> str:
-    return {"rated up": "rated up", "saved": "saved"}.get(why, why if why.startswith("marked") else f"keep {why[3:]}" if why.startswith("in ") else why)
+def _which(why: str) -> str:
+    """'which you rated up', 'which you saved', 'which is in your collection X'."""
+    return f"which is {why}" if why.startswith("in ") else f"which you {why}"
 
 
 def fit(space: FeatureSpace, sigs: list[Signal], followed: list[str], followed_ids: set[str], seed: int = 0, exclude: set[str] | None = None) -> Model:
