@@ -42,7 +42,8 @@ _URL = re.compile(r"https?://|github|\.com\b|\.org\b|available at|publicly avail
 _NUM = re.compile(r"\d")
 
 
-def _alnum(text: str) -> str:
+def letters_and_digits(text: str) -> str:
+    """Lower-case letters and digits only (NFKC first: ligatures and wide forms become letters), to compare quotes."""
     return "".join(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
 
 
@@ -55,8 +56,8 @@ def answers(text: str, page: int | None, gold: dict[str, Any]) -> bool:
     of the evidence sentences (half of its content words or more, on a gold page or in the abstract)."""
     if gold.get("not_stated"):
         return False
-    q = _alnum(text)
-    if any(_alnum(v) and _alnum(v) in q for v in [gold.get("gold_answer", ""), *gold.get("answer_aliases", [])]):
+    q = letters_and_digits(text)
+    if any(letters_and_digits(v) and letters_and_digits(v) in q for v in [gold.get("gold_answer", ""), *gold.get("answer_aliases", [])]):
         return True
     pages = gold.get("gold_pages") or []
     for ev in gold.get("evidence", []):

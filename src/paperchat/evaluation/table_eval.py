@@ -16,30 +16,15 @@ to choose anything.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paperchat.table import Column, TableBuilder, column_of
-from paperchat.table_model import ingest_gold_papers, read_gold
+from paperchat.table_model import answers, ingest_gold_papers, letters_and_digits, read_gold
 
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant
-
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an and are as at be by for from in is it its of on or the this that to was were with we our".split())
-
-
-def _alnum(text: str) -> str:
-    import unicodedata
-
-    return "".join(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
-
-
-def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower())) - _STOP
-
 
 def half_of(paper_id: str) -> str:
     """'A' or 'B': a stable split of the papers."""
@@ -121,28 +106,19 @@ def evaluate_table(core: Assistant, gold_path: Path, data: Path, builder: TableB
         col = column_of(g["column"])
         cell = builder.cell(pid, col if col.question == g["question"] else Column(g["column"], g["question"]))
         quote = cell.quote
-        holds = False
-        if not g["not_stated"] and not cell.not_stated:
-            q = _alnum(quote)
-            values = [g.get("gold_answer", "")] + list(g.get("answer_aliases", []))
-            holds = any(_alnum(v) and _alnum(v) in q for v in values)
-            for ev_sent in g.get("evidence", []):
-                words = _words(ev_sent)
-                if words and len(words & _words(quote)) / len(words) >= 0.5:
-                    holds = True
-            if g.get("gold_pages") and cell.page is not None and cell.page not in g["gold_pages"] and not any(_alnum(v) and _alnum(v) in q for v in values):
-                holds = False  # near-evidence words on another page are not the evidence
+        # the same test the cell picker's training labels candidates with
+        holds = not cell.not_stated and answers(quote, cell.page, g)
         valid: bool | None = None
         if not cell.not_stated:
             if cell.page is None:
                 paper = core.paper(pid)
-                valid = bool(paper) and _alnum(quote)[:200] in _alnum(paper.abstract + " " + paper.title)  # type: ignore[union-attr]
+                valid = bool(paper) and letters_and_digits(quote)[:200] in letters_and_digits(paper.abstract + " " + paper.title)  # type: ignore[union-attr]
             else:
                 pdf = g.get("pdf") or ""
                 if pdf and pdf not in pages:
                     pages[pdf] = _page_texts(data, pdf)
                 texts = pages.get(pdf, [])
-                valid = 0 < cell.page <= len(texts) and _alnum(quote)[:200] in _alnum(texts[cell.page - 1]) if texts else None
+                valid = 0 < cell.page <= len(texts) and letters_and_digits(quote)[:200] in letters_and_digits(texts[cell.page - 1]) if texts else None
         ev.cells.append(CellScore(g["id"], pid, g["column"], bool(g["not_stated"]), cell.not_stated, holds, valid, cell.low_confidence, quote, cell.page, half_of(pid)))
     ev.seconds = time.perf_counter() - t0
     return ev
