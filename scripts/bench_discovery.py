@@ -6,14 +6,16 @@ Usage: python scripts/bench_discovery.py DATA_DIR [ROWS]   (e.g. a copy of the 1
 import resource
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from pathlib import Path
 from threadpoolctl import threadpool_limits
-from paperchat.settings import Settings
+
+from paperchat.discovery.clusters import DiscoverySettings, _unit, abstract_vectors, centroids_of, choose_tags, cluster
+from paperchat.discovery.labels import label_clusters
 from paperchat.library import Library
-from paperchat.discovery import DiscoverySettings, abstract_vectors, cluster, centroids_of, choose_tags, _unit
-from paperchat.topic_labels import label_clusters
+from paperchat.settings import Settings
+
 t0 = time.perf_counter()
 lib = Library(Settings(data_dir=Path(sys.argv[1])))
 rows = int(sys.argv[2]) if len(sys.argv) > 2 else 0

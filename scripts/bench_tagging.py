@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from paperchat.demo import ensure_demo
-from paperchat.discovery import DiscoverySettings, discover, tag_papers
+from paperchat.discovery.clusters import DiscoverySettings, discover, tag_papers
 from paperchat.library import Library
 from paperchat.settings import Settings
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from paperchat.discovery import DiscoverySettings, _unit, abstract_vectors, centroids_of, cluster
+from paperchat.discovery.clusters import DiscoverySettings, _unit, abstract_vectors, centroids_of, cluster
+from paperchat.discovery.labels import holds_label, label_words
 from paperchat.library import Library
 from paperchat.settings import Settings
-from paperchat.topic_labels import holds_label, label_words
 
 TUNE = (101, 202, 303)
 HELD = (404,)

@@ -29,9 +29,11 @@ import pytest
 
 from paperchat.library import Library
 from paperchat.ports import free_port
-from paperchat.providers.embedders import Embedder, HashingEmbedder, MiniLMEmbedder
+from paperchat.providers.hashing import HashingEmbedder
+from paperchat.providers.minilm import MiniLMEmbedder
 from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder
 from paperchat.settings import Settings
+from paperchat.types import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PAPERCHAT_TEST_DATA", ROOT.parent / "shared" / "data"))

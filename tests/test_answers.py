@@ -22,7 +22,7 @@ from paperchat.answering.text import quotable, satisfies, states, strip_heading,
 from paperchat.evaluation import metrics as M
 from paperchat.library import Library
 from paperchat.prompts import CANNOT_ANSWER
-from paperchat.providers.embedders import MiniLMEmbedder
+from paperchat.providers.minilm import MiniLMEmbedder
 from paperchat.qa import QA
 from paperchat.text import Tokenizer
 from paperchat.types import Scope, Source
@@ -547,7 +547,7 @@ def test_topic_map_groups_papers_by_their_stored_vectors() -> None:
     """The map clusters the papers by the vectors the store already holds for their chunks; it embeds their
     texts again only when a vector is missing (same groups either way: the chunk text is what was embedded)."""
     from paperchat.providers.answerers import ExtractiveAnswerer
-    from paperchat.providers.embedders import HashingEmbedder
+    from paperchat.providers.hashing import HashingEmbedder
 
     class Counting(HashingEmbedder):
         def __init__(self) -> None:

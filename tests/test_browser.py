@@ -255,7 +255,7 @@ def test_tags_collections_and_following_in_a_real_browser(built_library: Library
     import bibtexparser
 
     from paperchat.digest import LAST_VISIT_KEY
-    from paperchat.discovery import DiscoverySettings, discover
+    from paperchat.discovery.clusters import DiscoverySettings, discover
 
     cat = built_library.catalog
     discover(built_library, DiscoverySettings(n_topics=10, min_similarity=0.5))

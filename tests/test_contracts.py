@@ -19,11 +19,14 @@ import pytest
 from paperchat.citations import parse_citations
 from paperchat.errors import ConfigError
 from paperchat.library import Library
-from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer, get_answerer
-from paperchat.providers.embedders import Embedder, HashingEmbedder, MiniLMEmbedder, get_embedder
+from paperchat.providers.answerer_factory import get_answerer
+from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, OpenAIAnswerer
+from paperchat.providers.embedders import get_embedder
+from paperchat.providers.hashing import HashingEmbedder
+from paperchat.providers.minilm import MiniLMEmbedder
 from paperchat.qa import QA
 from paperchat.settings import Settings
-from paperchat.types import Scope, Source
+from paperchat.types import Embedder, Scope, Source
 
 from .conftest import ROOT
 from .corpus import PAPER_ID, PAPER_PAGES, PAPER_TITLE
@@ -98,7 +101,7 @@ class TestHashingEmbedder(EmbedderContract):
         """blake2b, not Python's per-process `hash`: a store built in one process is queried by another."""
         code = (
             "import json, sys\n"
-            "from paperchat.providers.embedders import HashingEmbedder\n"
+            "from paperchat.providers.hashing import HashingEmbedder\n"
             f"v = HashingEmbedder().embed_query({RELEVANT!r})\n"
             "print(json.dumps({'v': v.tolist(), 'torch': 'torch' in sys.modules}))\n"
         )

@@ -23,7 +23,7 @@ from paperchat.errors import StoreError
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library, writer_lock
-from paperchat.providers.embedders import MiniLMEmbedder
+from paperchat.providers.minilm import MiniLMEmbedder
 from paperchat.store import forget_client
 from tests.conftest import ROOT, CountingEmbedder, make_settings, read_sample
 from tests.pdfmaker import make_pdf

@@ -109,7 +109,7 @@ def test_mark_as_seen_moves_the_last_visit_like_the_command(assistant: Assistant
 def test_a_lost_catalogue_gives_back_the_digest_from_the_mirror(assistant: Assistant) -> None:
     """The last visit and the ingest times since it are mirrored (ingest times when the catalogue closes, or
     30 s later): a catalogue lost and made again lists the same new papers since the same last visit."""
-    from paperchat.catalog_feed import LAST_VISIT_KEY
+    from paperchat.catalog.feed import LAST_VISIT_KEY
 
     assistant.digest()
     assistant.ingest_arxiv(file=FIX / "page1.xml")

@@ -14,7 +14,7 @@ import pytest
 from paperchat.catalog import Catalog
 from paperchat.cli import main
 from paperchat.demo import DEMO_DIR, ensure_demo, load_vectors
-from paperchat.discovery import (
+from paperchat.discovery.clusters import (
     DiscoverySettings,
     choose_tags,
     discover,
@@ -22,11 +22,11 @@ from paperchat.discovery import (
     match_slugs,
     tag_papers,
 )
+from paperchat.discovery.labels import LabelSettings, _overlaps, holds_label, label_clusters, label_words, phrases
+from paperchat.discovery.trending import rise_z, trending
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, _overlaps, holds_label, label_clusters, label_words, phrases
-from paperchat.trending import rise_z, trending
 from paperchat.types import Paper
 
 from .conftest import make_settings
@@ -241,8 +241,8 @@ def test_learned_membership_from_neighbours(lib: Library, capsys: pytest.Capture
     """Rules are seeds; a paper outside them joins a topic when most of its nearest papers are rule members.
     Checked against a direct count over the demo vectors; `learn = false` topics gain nothing; momentum and
     the topic page say which membership they count."""
-    from paperchat.discovery import abstract_vectors
-    from paperchat.topic_membership import MembershipSettings, learn_membership, neighbour_shares
+    from paperchat.discovery.clusters import abstract_vectors
+    from paperchat.discovery.membership import MembershipSettings, learn_membership, neighbour_shares
 
     ids, vectors = abstract_vectors(lib)
     rules = lib.catalog.rule_members()
@@ -275,7 +275,7 @@ def test_repair_restores_discovered_topics_tags_and_learned_members(dlib: Librar
     every paper's tags (own cluster first, as discovery chose them) and the learned members back from
     discovered_topics.json, and ingesting the source again keeps those tags."""
     from paperchat import doctor
-    from paperchat.topic_membership import MembershipSettings, learn_membership
+    from paperchat.discovery.membership import MembershipSettings, learn_membership
 
     lib = dlib
     learn_membership(lib, MembershipSettings(neighbours=10, min_share=0.7))
@@ -311,7 +311,7 @@ def test_repair_restores_discovered_topics_tags_and_learned_members(dlib: Librar
 def test_changed_abstract_is_tagged_again_and_old_topics_get_a_mirror(dlib: Library) -> None:
     """Ingesting a paper again unchanged keeps its tags; a changed abstract is tagged again from its new vector.
     A catalogue whose topics were discovered before the mirror existed gets one when it is opened."""
-    from paperchat.catalog_topics import DISCOVERY_MIRROR
+    from paperchat.catalog.topics import DISCOVERY_MIRROR
 
     lib = dlib
     topics = {t.slug: t for t in lib.catalog.discovered()}

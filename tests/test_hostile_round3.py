@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from paperchat.bibtex import to_bibtex
-from paperchat.catalog_feed import LAST_VISIT_KEY, read_visit
+from paperchat.catalog.feed import LAST_VISIT_KEY, read_visit
 from paperchat.cli import main
 from paperchat.digest import digest
 from paperchat.errors import SourceError

@@ -16,7 +16,7 @@ from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.providers.embedders import HashingEmbedder
+from paperchat.providers.hashing import HashingEmbedder
 
 from .conftest import ROOT, CountingEmbedder, hashing_settings, jsonl, make_settings
 from .corpus import PAPER_ID, PAPER_PAGES, demo_lines, write_paper, write_paper_folder

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from paperchat.errors import ConfigError
-from paperchat.providers.answerers import parse_answerer
+from paperchat.providers.answerer_factory import parse_answerer
 from paperchat.providers.llama_main import take_extra_bufts
 from paperchat.providers.local_answerer import InventionFilter
 from paperchat.providers.local_llm import default_threads

@@ -18,9 +18,11 @@ from paperchat.errors import EmbedderMismatch
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.providers.embedders import Embedder, MiniLMEmbedder, resolve_device, store_name
+from paperchat.providers.devices import resolve_device
+from paperchat.providers.embedders import store_name
+from paperchat.providers.minilm import MiniLMEmbedder
 from paperchat.providers.onnx_minilm import ExportedModel, OnnxMiniLMEmbedder
-from paperchat.types import Paper
+from paperchat.types import Embedder, Paper
 
 from .conftest import SHARED, make_settings
 from .test_contracts import OTHERS, RELEVANT, EmbedderContract

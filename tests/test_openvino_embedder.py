@@ -12,10 +12,10 @@ import pytest
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.providers.embedders import Embedder, store_name
+from paperchat.providers.embedders import store_name
 from paperchat.providers.onnx_minilm import OnnxMiniLMEmbedder
 from paperchat.providers.openvino_minilm import OpenVinoMiniLMEmbedder
-from paperchat.types import Paper
+from paperchat.types import Embedder, Paper
 
 from .conftest import make_settings
 from .test_contracts import EmbedderContract

@@ -21,7 +21,7 @@ from paperchat.evaluation.sweep import retrieval_metrics
 from paperchat.ingestion.pipeline import Ingester
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
-from paperchat.providers.embedders import MiniLMEmbedder
+from paperchat.providers.minilm import MiniLMEmbedder
 
 from .conftest import ROOT, make_settings
 

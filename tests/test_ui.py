@@ -98,7 +98,7 @@ def test_tags_in_rows_and_paper_view_open_the_discovered_topic(core: h.Core) -> 
     the discovered topic's page, which has momentum, its tagged papers and a chat scoped to them."""
     import re
 
-    from paperchat.discovery import DiscoverySettings, discover
+    from paperchat.discovery.clusters import DiscoverySettings, discover
     from paperchat.types import Scope
 
     cat = core.library.catalog

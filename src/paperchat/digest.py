@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from paperchat.catalog_feed import LAST_VISIT_KEY, read_visit  # one key, mirrored by the catalogue
+from paperchat.catalog.feed import LAST_VISIT_KEY, read_visit  # one key, mirrored by the catalogue
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def parse_visit(raw: str | None) -> dt.datetime | None:
 def digest(lib: Library, since: dt.datetime | None = None, peek: bool = False, now: dt.datetime | None = None) -> Digest:
     """The followed topics' papers ingested since `since` (else the last visit); advances the last visit to
     `now` unless `peek`."""
-    from paperchat.catalog_feed import stamp, utc_now
+    from paperchat.catalog.feed import stamp, utc_now
 
     cat = lib.catalog
     until = now or utc_now()

@@ -33,12 +33,12 @@ from paperchat.hashing import sha256_file
 from paperchat.ingestion.chunking import abstract_chunk
 from paperchat.ingestion.pdfstore import stored_copy
 from paperchat.library import Library, writer_lock
-from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.providers.embedders import get_embedder
 from paperchat.search_index import SearchIndex
 from paperchat.settings import Settings
 from paperchat.store import StoredChunk, VectorStore, forget_client
 from paperchat.topics import TopicSet
-from paperchat.types import Paper
+from paperchat.types import Embedder, Paper
 
 REPAIR = "paperchat doctor --repair"
 

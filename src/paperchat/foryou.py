@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from paperchat.catalog.feed import LAST_VISIT_KEY, read_visit, utc_now
+from paperchat.discovery.clusters import abstract_vectors
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
@@ -91,8 +93,6 @@ class FeatureSpace:
 
 def feature_space(lib: Library) -> FeatureSpace:
     """The library's papers as features (abstract vectors from the search index, topics from the catalogue)."""
-    from paperchat.discovery import abstract_vectors
-
     ids, vectors = abstract_vectors(lib)
     vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     rules = lib.catalog.rule_members()
@@ -245,8 +245,6 @@ class ForYou:
 def window(lib: Library, since: dt.date | None = None, now: dt.datetime | None = None) -> tuple[list[str], str]:
     """The papers the feed ranks: listed on or after `since` when given; else those stored since the last
     visit; else (nothing new, or no visit yet) the newest WINDOW_DAYS days of listings in the library."""
-    from paperchat.catalog_feed import LAST_VISIT_KEY, read_visit, utc_now
-
     cat = lib.catalog
     if since is not None:
         return cat.papers_between(since), f"listed since {since.isoformat()}"

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paperchat.catalog import Catalog
-from paperchat.providers.embedders import Embedder, get_embedder
+from paperchat.providers.embedders import get_embedder
 from paperchat.search_index import SearchIndex, SearchSnapshot
 from paperchat.settings import Settings
 from paperchat.store import VectorStore
 from paperchat.topics import TopicSet, week_start
+from paperchat.types import Embedder
 
 WEEKLY_COUNTS_KEY = "weekly_counts"
 LOCK_FILE = "ingest.lock"

@@ -16,7 +16,8 @@ from paperchat.errors import AnswererError, InputError, NotFound
 from paperchat.library import Library
 from paperchat.passages import in_context, page_text
 from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT, UNSUPPORTED_LLM
-from paperchat.providers.answerers import Answerer, ExtractiveAnswerer, get_answerer
+from paperchat.providers.answerer_factory import get_answerer
+from paperchat.providers.answerers import Answerer, ExtractiveAnswerer
 from paperchat.query import rewrite_followup
 from paperchat.reader.model import sentence_reader
 from paperchat.retrieval import Retriever

@@ -182,7 +182,7 @@ class Retriever:
         return got
 
     def _learned_topic(self, lex: SearchSnapshot, slug: str) -> np.ndarray:
-        """Chunks of the topic's learned members (paperchat.topic_membership), cached per snapshot."""
+        """Chunks of the topic's learned members (paperchat.discovery.membership), cached per snapshot."""
         key = (lex.name, slug, -1.0)
         got = self._near.get(key)
         if got is None:

@@ -26,109 +26,39 @@ def _default_topics_file() -> Path:
 
 
 class RetrievalSettings(BaseModel):
-    """Hybrid retrieval knobs: fusion tuned on SciFact train claims, scope knobs on the dev question sets (docs/measured.md, Quality)."""
+    """Hybrid retrieval: fusion, scope and abstention (where the defaults come from: docs/measured.md)."""
 
-    k: int = Field(
-        default=10, ge=1, le=50, description="sources offered to the answerer (10: what `eval run` measures, recall@10 and the answers on ten sources)"
-    )
+    k: int = Field(default=10, ge=1, le=50, description="sources offered to the answerer")
     candidates: int = Field(default=100, ge=10, description="candidates taken from each of dense and BM25 before fusion")
-    rrf_k: int = Field(default=10, ge=1, description="reciprocal-rank-fusion constant (tuned on SciFact train claims)")
-    dense_weight: float = Field(default=0.8, ge=0.0, description="weight of the dense ranking in the fusion (tuned on SciFact train claims)")
+    rrf_k: int = Field(default=10, ge=1, description="reciprocal-rank-fusion constant")
+    dense_weight: float = Field(default=0.8, ge=0.0, description="weight of the dense ranking in the fusion")
     lexical_weight: float = Field(default=1.0, ge=0.0, description="weight of the BM25 ranking in the fusion")
-    paper_dense_weight: float = Field(
-        default=0.5,
-        ge=0.0,
-        description="weight of the dense ranking for questions about one paper (its chunks all look alike to MiniLM; tuned on askpdf_dev: 0.4-0.6 give the same hits)",
-    )
-    scope_idf: float = Field(
-        default=0.5,
-        ge=0.0,
-        description="BM25 term weights from inside the scope: (scope IDF / store IDF) ** this; 0 = store-wide IDF, 1 = the scope's own",
-    )
-    feedback_chunks: int = Field(
-        default=3,
-        ge=0,
-        description="topic questions: move the dense query toward BM25's best this-many chunks (0 = off; topic_dev multi-paper recall@10 0.40 -> 0.45)",
-    )
+    paper_dense_weight: float = Field(default=0.5, ge=0.0, description="weight of the dense ranking for questions about one paper")
+    scope_idf: float = Field(default=0.5, ge=0.0, description="BM25 IDF from inside the scope: (scope IDF / store IDF) ** this (0 = store-wide IDF)")
+    feedback_chunks: int = Field(default=3, ge=0, description="topic questions: move the dense query toward BM25's best this-many chunks (0 = off)")
     feedback_weight: float = Field(default=0.5, ge=0.0, description="how far the dense query moves toward those chunks' mean vector")
-    lexical_feedback_terms: int = Field(
-        default=0, ge=0, description="topic questions: expand the BM25 query with this many words of its best chunks (RM3-style; 0 = off)"
-    )
+    lexical_feedback_terms: int = Field(default=0, ge=0, description="topic questions: add this many words of BM25's best chunks to its query (0 = off)")
     lexical_feedback_weight: float = Field(default=0.3, ge=0.0, description="weight of the strongest expansion word relative to a query word")
-    context_chars: int = Field(
-        default=500,
-        ge=0,
-        le=2000,
-        description="PDF passages: the answerer reads each retrieved chunk with up to this many characters of its page on "
-        "either side, cut at sentence ends (0 = the chunk alone)",
-    )
-    sentence_weight: float = Field(
-        default=0.0,
-        ge=0.0,
-        description="paper questions: weight of a third ranking that scores each chunk by its best sentence pair (BM25 inside the paper; 0 = off)",
-    )
+    context_chars: int = Field(default=500, ge=0, le=2000, description="PDF passages: characters of the page read on either side of a chunk (0 = none)")
+    sentence_weight: float = Field(default=0.0, ge=0.0, description="paper questions: weight of a ranking by each chunk's best sentence pair (0 = off)")
     topic_outside_weight: float = Field(
-        default=0.85,
-        ge=0.0,
-        le=1.0,
-        description=(
-            "topic questions: papers outside the topic's rules still rank, their fused score times this "
-            "(0 = the topic is a hard filter; 1 = membership is ignored); memory dense backend only. Split halves of "
-            "topic_dev + topic_tune: 0.5-1.0 all beat the hard filter on both halves (known-item recall@10 0.92/0.85 -> 1.0/1.0)"
-        ),
+        default=0.85, ge=0.0, le=1.0, description="topic questions: score share kept by papers outside the topic's rules (0 = hard filter)"
     )
     topic_similarity: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="topic questions with topic_outside_weight > 0: chunks this close (cosine) to the mean vector of the topic's rule members count as members (0 = off)",
+        default=0.0, ge=0.0, le=1.0, description="topic questions: chunks this close to the topic's mean vector count as members (0 = off)"
     )
-    topic_learned: bool = Field(
-        default=False,
-        description=(
-            "topic questions with topic_outside_weight > 0: the topic's learned members (`paperchat topics learn`: papers its "
-            "rules miss whose nearest neighbours it holds) count as members. Off: split halves of topic_dev + topic_tune, full "
-            "store: known-item recall@10 and MRR 1.0/1.0 either way, multi-paper recall@10 0.458/0.535 -> 0.424/0.523"
-        ),
-    )
-    title_weight: float = Field(
-        default=0.1,
-        ge=0.0,
-        description=(
-            "topic questions with topic_outside_weight > 0: BM25 of the paper's title added to each chunk's BM25 at this weight "
-            "(a title field; 0 = off). Split halves of topic_dev + topic_tune on the full store, with aspects on: 0.1-0.3 raise "
-            "multi-paper recall@10 on both halves (0.42/0.53 -> 0.46/0.54 at 0.1); above 0.1 known-item MRR falls"
-        ),
-    )
-    aspect_weight: float = Field(
-        default=1.0,
-        ge=0.0,
-        description=(
-            "topic questions with topic_outside_weight > 0: a many-sided question's sides are searched too, their rankings fused "
-            "at this share of the question's (0 = off). Split halves of topic_dev + topic_tune on the full store: 1.0-3.0 raise "
-            "known-item MRR on both halves (0.92/0.91 -> 1.00/1.00); multi-paper recall@10 unchanged within one paper"
-        ),
-    )
-    neighbour_weight: float = Field(
-        default=0.0,
-        ge=0.0,
-        description="topic questions with topic_outside_weight > 0: weight of a dense ranking by the question moved toward the best papers found first (0 = off)",
-    )
+    topic_learned: bool = Field(default=False, description="topic questions: the topic's learned members (`paperchat topics learn`) count as members")
+    title_weight: float = Field(default=0.1, ge=0.0, description="topic questions: weight of the BM25 of a paper's title added to its chunks' (0 = off)")
+    aspect_weight: float = Field(default=1.0, ge=0.0, description="topic questions: share of the fusion given to a many-sided question's sides (0 = off)")
+    neighbour_weight: float = Field(default=0.0, ge=0.0, description="topic questions: weight of a dense ranking around the best papers found first (0 = off)")
     neighbour_papers: int = Field(default=5, ge=1, description="how many of the best papers found first make the neighbour ranking's centre")
     neighbour_move: float = Field(default=1.0, ge=0.0, description="how far the question's vector moves toward that centre (1 = as far as its own length)")
     dense_backend: Literal["memory", "chroma"] = Field(
-        default="memory",
-        description="'memory': exact cosine over the vectors kept with the BM25 snapshot (fast, exact); 'chroma': Chroma's HNSW query",
+        default="memory", description="dense search: 'memory' (exact cosine over the index's vectors) or 'chroma' (HNSW)"
     )
     max_per_paper: int = Field(default=2, ge=1, description="topic scope: at most this many chunks of one paper")
-    max_per_page: int = Field(default=0, ge=0, description="paper questions: at most this many chunks of one page before other pages get a turn (0 = off)")
-    abstain_below: float = Field(
-        default=0.20,
-        description=(
-            "abstain when the best dense cosine similarity is below this; `paperchat eval calibrate` on the dev sets: "
-            "0.20 is the highest threshold that refuses none of the 65 answerable dev questions"
-        ),
-    )
+    max_per_page: int = Field(default=0, ge=0, description="paper questions: at most this many chunks of one page before other pages (0 = off)")
+    abstain_below: float = Field(default=0.20, description="abstain when the best dense cosine similarity is below this")
 
 
 class AnswerSettings(BaseModel):
@@ -136,89 +66,38 @@ class AnswerSettings(BaseModel):
 
     max_papers: int = Field(default=10, ge=1, le=50, description="topic answers: at most this many papers in the map")
     context_sentences: int = Field(default=2, ge=0, le=5, description="paper answers: sentences of context after the one that holds the answer")
-    refuse_below: float = Field(
-        default=0.26,
-        description=(
-            "paper questions: refuse when the evidence strength (question words covered by the best sentences + their "
-            "MiniLM similarity - share of question words the paper never uses - penalties when no sentence holds the kind "
-            "of answer asked) is below this; `paperchat eval calibrate` on askpdf_dev: 0.26 refuses 2 of 3 unanswerable, "
-            "0 of 30 answerable (chosen on one half, it held on the other)"
-        ),
-    )
-    reader_mix: float = Field(
-        default=1.0, ge=0.0, le=10.0,
-        description="paper answers with the reader on: weight of the rules' score added to the reader's logit (chosen on askpdf_abstain_tune's 30 untrained PDFs from 0, 0.5, 1, 2)",
-    )
+    refuse_below: float = Field(default=0.26, description="paper questions: refuse when the evidence strength is below this")
+    reader_mix: float = Field(default=1.0, ge=0.0, le=10.0, description="with the reader on: weight of the rules' score added to the reader's logit")
     reader_refuse_below: float | None = Field(
-        default=-2.5,
-        description="paper answers with the reader on: refuse when the reader's best logit is below this (None = the reader does not refuse); -2.5 is under every answerable tune question's",
+        default=-2.5, description="with the reader on: refuse when the reader's best logit is below this (None = never)"
     )
-    refuse_below_topic: float = Field(
-        default=0.0, description="topic questions: the same rule and threshold for topic questions (0 = off: no dev question to calibrate it on)"
-    )
+    refuse_below_topic: float = Field(default=0.0, description="topic questions: the same evidence-strength refusal threshold (0 = off)")
     min_support: float = Field(
-        default=0.5,
-        ge=0.0,
-        le=1.0,
-        description="LLM answers: a sentence is marked unsupported when it cites nothing, or when its cited passages hold under this share of its content words",
+        default=0.5, ge=0.0, le=1.0, description="LLM answers: share of a sentence's content words its cited passages must hold"
     )
     refuse_asked_below: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description=(
-            "paper questions: refuse when none of the 3 best sentences holds at least this share of the words naming what "
-            "is asked ('how many GPU hours', 'what learning rate'); 0 = off. Off by default: 0.5, chosen by split halves on "
-            "eval/askpdf_abstain_tune.jsonl, refused 3 more of 11 held-out unanswerable questions but 6 more of 62 answerable ones"
-        ),
+        default=0.0, ge=0.0, le=1.0, description="paper questions: refuse when no top-3 sentence holds this share of what is asked (0 = off)"
     )
-    refuse_missing_names: bool = Field(
-        default=True, description="paper questions: refuse when a name the question gives (MS MARCO, SQuAD) is in none of the passages"
-    )
+    refuse_missing_names: bool = Field(default=True, description="paper questions: refuse when a name the question gives (MS MARCO) is in no passage")
     refuse_unstated_setting: bool = Field(
-        default=True,
-        description=(
-            "paper questions: refuse a question asking for the value of a named setting ('what learning rate', 'at what sampling "
-            "temperature', 'which optimizer') when none of the 8 best sentences gives one; designed on the four AskPDF choosing "
-            "sets (right refusals +8, wrong +0), README Quality"
-        ),
+        default=True, description="paper questions: refuse 'what learning rate'-style questions no sentence gives a value for"
     )
     refuse_unstated_measure: bool = Field(
-        default=True,
-        description=(
-            "paper questions: refuse a question asking for an amount of money, a duration or a count of parameters or tokens ('cost in "
-            "US dollars', 'how many GPU hours', 'how many parameters') when none of the 5 best sentences states one; designed on askpdf_dev "
-            "+ askpdf_abstain_tune (right refusals 14 -> 27 of 43, wrong 1 -> 1 of 72), then held out: eval/askpdf_heldout right 5 -> 6 "
-            "of 11, wrong 2 -> 2 of 62"
-        ),
+        default=True, description="paper questions: refuse asking for money, a duration or a count that no sentence states"
     )
 
 
 class LocalLLMSettings(BaseModel):
-    """The bundled llama.cpp server of the `local` answerer (extra `local`; README, Local model)."""
+    """The bundled llama.cpp server of the `local` answerer (extra `local`; docs/guide.md)."""
 
-    model: str = Field(default="qwen1.5b", description="what plain 'local' serves: 'qwen1.5b' (Qwen2.5-Coder-1.5B-Instruct, 1.1 GB) or 'tiny' (SmolLM2-135M, for tests)")
-    threads: int = Field(
-        default=0,
-        ge=0,
-        description=(
-            "llama.cpp threads for generation and prompt reading (0 = one less than the CPUs this process may use, at least 1: "
-            "on 2 busy cores 1 thread generated 6.7-8.7 tok/s and 2 threads 1.2 tok/s)"
-        ),
-    )
-    extra_bufts: bool = Field(
-        default=False,
-        description="let llama.cpp repack weights into CPU-specific buffer types (AMX, AVX-512 layouts); off: with them on, llama-cpp-python 0.3.36 crashes generating on AMX Xeons",
-    )
+    model: str = Field(default="qwen1.5b", description="what plain 'local' serves: 'qwen1.5b' (Qwen2.5-Coder-1.5B) or 'tiny' (SmolLM2-135M, tests)")
+    threads: int = Field(default=0, ge=0, description="llama.cpp threads for generation and prompt reading (0 = usable CPUs - 1, at least 1)")
+    extra_bufts: bool = Field(default=False, description="let llama.cpp repack weights into CPU-specific buffer types (AMX, AVX-512)")
     n_ctx: int = Field(default=4096, ge=512, description="context window of the local server, in tokens")
-    max_tokens: int = Field(default=256, ge=16, description="longest local answer, in tokens (at about 7 tok/s on one core)")
-    max_sources: int = Field(default=5, ge=1, description="local answers without sentence selection: the first this-many sources are shown to the model (it reads about 30-80 tokens/s)")
-    source_chars: int = Field(default=700, ge=100, description="local answers without sentence selection: each shown source cut at this many characters")
-    sentences: int = Field(
-        default=8,
-        ge=0,
-        description="local answers: the model reads the question's best this-many sentences of the sources (the extractive answerer's selection; 0 = the first max_sources sources cut at source_chars)",
-    )
+    max_tokens: int = Field(default=256, ge=16, description="longest local answer, in tokens")
+    max_sources: int = Field(default=5, ge=1, description="local answers with sentences = 0: how many sources the model is shown")
+    source_chars: int = Field(default=700, ge=100, description="local answers with sentences = 0: each shown source cut at this many characters")
+    sentences: int = Field(default=8, ge=0, description="local answers: the model reads the question's best this-many sentences (0 = whole sources)")
 
 
 class Settings(BaseSettings):
@@ -228,10 +107,9 @@ class Settings(BaseSettings):
         env_prefix="PAPERCHAT_", env_nested_delimiter="__", env_file=".env", extra="ignore"
     )
 
-    data_dir: Path = Field(default=Path(".paperchat"), description="where the store, lexical index and user data live")
+    data_dir: Path = Field(default=Path(".paperchat"), description="where the store, search index and user data live")
     embedder: str = Field(
-        default="minilm-openvino",
-        description="embedding backend (default: the fastest that keeps the same vectors): 'minilm-openvino' (the ONNX export compiled by OpenVINO: bf16 on CPUs with AMX, 3.7x ONNX Runtime there, vectors within cosine 1e-4, the same store; ONNX Runtime where OpenVINO cannot run), 'minilm-onnx' (the same model through ONNX Runtime: the same vectors, same store), 'minilm' (sentence-transformers, torch), 'minilm-onnx-int8' (int8-quantized: faster, a different embedder for the store) or 'hashing' (hashed bag of words, no model: for tests)",
+        default="minilm-openvino", description="embedding backend: minilm-openvino, minilm-onnx, minilm, minilm-onnx-int8 or hashing"
     )
     chunk_size: int = Field(default=1000, ge=200, le=4000, description="PDF chunk size in characters")
     chunk_overlap: int = Field(default=150, ge=0, le=1000, description="overlap between PDF chunks in characters")
@@ -239,54 +117,45 @@ class Settings(BaseSettings):
     topics_file: Path = Field(default_factory=_default_topics_file, description="TOML file defining topics")
     chroma_url: str | None = Field(default=None, description="use a Chroma server (http://host:port) instead of the local store")
     pdf_extractor: Literal["pypdf", "pdfium"] = Field(
-        default="pypdf",
-        description="PDF text extractor: 'pypdf' (the reference) or 'pdfium' (PDFium via pypdfium2: about 12x faster parsing, the same physical "
-        "page numbers). A new extractor is a new chunking: ingesting a stored PDF again under the other one re-extracts it and replaces its chunks",
+        default="pypdf", description="PDF text extractor: 'pypdf' (the reference) or 'pdfium' (faster; changing it re-chunks)"
     )
     pdf_timeout_s: float = Field(default=120.0, gt=0, description="give up parsing one PDF after this many seconds")
     max_pdf_mb: float = Field(default=50.0, gt=0, description="largest PDF accepted, in MB")
     max_pdf_pages: int = Field(default=2000, gt=0, description="most pages accepted in one PDF")
-    max_record_line_mb: float = Field(
-        default=8.0, gt=0, description="longest line of a JSONL metadata file, in MB; a longer line is reported and skipped"
-    )
-    answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>' or 'local'")
+    max_record_line_mb: float = Field(default=8.0, gt=0, description="longest line of a JSONL metadata file, in MB; a longer one is reported and skipped")
+    answerer: str = Field(default="extractive", description="'extractive' (no LLM), 'openai:<model>', 'local' or 'local:<model>'")
     reader: Literal["on", "off"] = Field(
-        default="off",
-        description="paper answers: 'on' lets our trained sentence reader (models/reader-sentence) order the rules' best sentences and join the refusal checks; off by default: it won on the tune set but lost on 3 of 4 untrained-PDF sets (docs/measured.md)",
+        default="off", description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals"
     )
     judge: str = Field(default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)")
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp); key from OPENAI_API_KEY")
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request")
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="timeout of one LLM request, in seconds")
     llm_max_retries: int = Field(default=2, ge=0, description="retries (with backoff) of a failed LLM request")
     host: str = Field(default="127.0.0.1", description="address the app binds to")
-    mcp_allowed_folders: list[Path] = Field(default_factory=list, description="`paperchat mcp`: folders whose PDFs the add_pdf tool may read (none: add_pdf is off)")
-    mcp_token: str | None = Field(default=None, description="`paperchat mcp --http`: the bearer token clients must send (required beyond 127.0.0.1)")
+    mcp_allowed_folders: list[Path] = Field(default_factory=list, description="`paperchat mcp`: folders whose PDFs add_pdf may read (JSON list; none: add_pdf is off)")
+    mcp_token: str | None = Field(default=None, description="`paperchat mcp --http`: bearer token clients must send (required beyond 127.0.0.1)")
     port: int | None = Field(default=None, description="port of the app (else GRADIO_SERVER_PORT, else 7860)")
     auth: str | None = Field(default=None, description="'user:password' required when serving beyond 127.0.0.1")
-    max_question_chars: int = Field(
-        default=4000, ge=1, description="longest question accepted (characters) by the CLI, the app and its API; longer ones are refused"
-    )
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="retrieval knobs")
+    max_question_chars: int = Field(default=4000, ge=1, description="longest question accepted by the CLI, the app and its API, in characters")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="hybrid retrieval: fusion, scope and abstention")
     answers: AnswerSettings = Field(default_factory=AnswerSettings, description="extractive answers and refusals")
-    viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="page images of the paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
+    viewer_scale: float = Field(default=1.5, gt=0.2, le=4.0, description="paper viewer: pixels per PDF point at zoom 100% (1.5 = 108 dpi)")
     viewer_cache_mb: float = Field(default=64.0, ge=1.0, description="most megabytes of rendered page images the viewer keeps in memory")
     local: LocalLLMSettings = Field(default_factory=LocalLLMSettings, description="the local answerer's llama.cpp server")
     arxiv_categories: list[str] = Field(
-        default_factory=lambda: ["cs.CL", "cs.AI"], min_length=1, description="`paperchat update`: the arXiv categories whose newest papers it fetches (JSON list)"
+        default_factory=lambda: ["cs.CL", "cs.AI"], min_length=1, description="`paperchat update`: arXiv categories whose newest papers it fetches (JSON list)"
     )
     arxiv_api_url: str = Field(
         default="http://export.arxiv.org/api/query", description="`paperchat update`: the arXiv API (Atom) endpoint; tests point it at 127.0.0.1"
     )
     arxiv_delay_s: float = Field(default=3.0, ge=0.0, description="`paperchat update`: seconds between two requests to the arXiv API (arXiv asks for 3)")
     arxiv_page_size: int = Field(default=200, ge=1, le=2000, description="`paperchat update`: entries asked for per request (max_results)")
-    arxiv_max_papers: int = Field(
-        default=2000, ge=1, description="`paperchat update`: most entries read in one run (an empty store starts from the newest this many)"
-    )
+    arxiv_max_papers: int = Field(default=2000, ge=1, description="`paperchat update`: most entries read in one run (an empty store: the newest this many)")
     arxiv_retries: int = Field(default=3, ge=0, le=10, description="`paperchat update`: retries of a failed request, waiting arxiv_delay_s x 2^n before each")
-    arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: the most seconds one request to the arXiv API may take, headers and body together")
-    arxiv_run_timeout_s: float = Field(default=900.0, gt=0, description="`paperchat update`: the most seconds one run may spend; pages stored before it stay stored")
+    arxiv_timeout_s: float = Field(default=30.0, gt=0, description="`paperchat update`: most seconds one request may take, headers and body together")
+    arxiv_run_timeout_s: float = Field(default=900.0, gt=0, description="`paperchat update`: most seconds one run may spend; pages stored before it stay")
     device: Literal["auto", "cpu", "cuda"] = Field(
-        default="auto", description="where the embedder runs: 'auto' (CUDA when the backend sees a GPU, else CPU), 'cpu', or 'cuda' (falls back to CPU with a line in the ingest summary)"
+        default="auto", description="where the embedder runs: 'auto' (CUDA when there is a GPU), 'cpu' or 'cuda' (else CPU)"
     )
     models_dir: Path | None = Field(default=None, description="where exported models (minilm-onnx) are cached; default <data_dir>/models")
 

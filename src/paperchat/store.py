@@ -23,9 +23,9 @@ from typing import Any, cast
 import numpy as np
 
 from paperchat.errors import EmbedderMismatch, StoreError
-from paperchat.providers.embedders import Embedder, store_name
+from paperchat.providers.embedders import store_name
 from paperchat.settings import Settings
-from paperchat.types import Chunk, ChunkKind, Scope
+from paperchat.types import Chunk, ChunkKind, Embedder, Scope
 
 TOPIC_PREFIX = "topic_"  # the store's schema: only this module reads or writes these keys
 _GET_PAGE = 5000

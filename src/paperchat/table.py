@@ -387,7 +387,7 @@ class TableBuilder:
         )
         try:
             if self._llm_impl is None:  # from this table's settings (the facade's own answerer may be another)
-                from paperchat.providers.answerers import get_answerer
+                from paperchat.providers.answerer_factory import get_answerer
 
                 self._llm_impl = get_answerer(self.core.settings, self.llm, self.core.library.embedder)
             got = self._llm_impl.complete(prompt)

@@ -33,7 +33,7 @@ class Topic:
     categories: tuple[str, ...] = ()
     min_score: int = 1
     title_any: tuple[str, ...] = ()
-    learn: bool = True  # whether the papers' vectors may add members the rules miss (paperchat.topic_membership)
+    learn: bool = True  # whether the papers' vectors may add members the rules miss (paperchat.discovery.membership)
 
 
 def _phrase_regex(phrase: str) -> str:

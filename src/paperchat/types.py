@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from paperchat.text import is_arxiv_id
@@ -211,3 +213,18 @@ class Answer(BaseModel):
             for s in self.sources
         ]
         return data
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors."""
+
+    id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed documents; returns an array of shape (len(texts), dim)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query; returns shape (dim,)."""
+        ...

@@ -15,7 +15,7 @@ from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 if TYPE_CHECKING:
-    from paperchat.providers.embedders import Embedder
+    from paperchat.types import Embedder
 
 __all__ = ["Reading", "read_sources"]
 

@@ -24,7 +24,7 @@ from paperchat.answering.question import Focus
 from paperchat.answering.text import Candidate, satisfies, states_setting
 
 if TYPE_CHECKING:
-    from paperchat.providers.embedders import Embedder
+    from paperchat.types import Embedder
 
 MAX_EMBEDDED = 24  # candidates embedded per question, the best by words first (askpdf_dev: 24 and 48 rank the same)
 READ_TOP = 32  # candidates the sentence reader reads per question, the best by the rules first

@@ -86,7 +86,7 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, Tabl
         if not name or name == self.settings.answerer:
             return self.qa.answerer
         if name not in self._answerers:
-            from paperchat.providers.answerers import get_answerer
+            from paperchat.providers.answerer_factory import get_answerer
 
             self._answerers[name] = get_answerer(self.settings, name, self.library.embedder)
         return self._answerers[name]

@@ -14,11 +14,11 @@ from paperchat.topics import Momentum, momentum
 from paperchat.types import Answer, Paper
 
 if TYPE_CHECKING:
-    from paperchat.catalog_topics import DiscoveredTopic
-    from paperchat.discovery import DiscoveryReport
+    from paperchat.catalog.topics import DiscoveredTopic
+    from paperchat.discovery.clusters import DiscoveryReport
+    from paperchat.discovery.membership import MembershipReport
+    from paperchat.discovery.trending import TopicTrend
     from paperchat.library import Library
-    from paperchat.topic_membership import MembershipReport
-    from paperchat.trending import TopicTrend
 
 
 @dataclass(frozen=True)
@@ -42,25 +42,25 @@ class DiscoveryOps:
     def trending(self, weeks: int = 4, min_count: int = 10) -> list[TopicTrend]:
         """Every topic ranked by momentum over `weeks`-week windows (those with fewer than `min_count`
         papers in both windows are listed, not ranked)."""
-        from paperchat.trending import trending
+        from paperchat.discovery.trending import trending
 
         return trending(self.library, weeks=weeks, min_count=min_count)
 
     def discover(self, n_topics: int | None = None, seed: int = 0) -> DiscoveryReport:
         """Cluster the stored abstracts into topics, label, nest and tag them, and store the result."""
-        from paperchat.discovery import DiscoverySettings, discover
+        from paperchat.discovery.clusters import DiscoverySettings, discover
 
         return discover(self.library, DiscoverySettings(n_topics=n_topics, seed=seed))
 
     def learn_membership(self) -> MembershipReport:
         """Add to each hand-written topic the papers its rules miss whose nearest neighbours its rules hold."""
-        from paperchat.topic_membership import learn_membership
+        from paperchat.discovery.membership import learn_membership
 
         return learn_membership(self.library)
 
     def membership_recall(self, question_sets: list[Path]) -> list[str]:
         """Gold papers of topic question sets inside their topic, by rules and by rules plus learned members."""
-        from paperchat.topic_membership import gold_recall
+        from paperchat.discovery.membership import gold_recall
 
         return gold_recall(self.library, question_sets)
 
@@ -85,26 +85,26 @@ class DiscoveryOps:
 
     def topic_samples(self, per_topic: int = 5, seed: int = 0, limit: int | None = None) -> str:
         """A seeded sample of papers per discovered topic, to read by hand."""
-        from paperchat.topic_quality import sample_topics
+        from paperchat.discovery.quality import sample_topics
 
         return sample_topics(self.library, per_topic, seed, limit)
 
     def topic_coherence(self) -> dict[str, float]:
         """Mean NPMI of each discovered topic's top phrases and mean cosine of papers to their topic's centre."""
-        from paperchat.topic_quality import coherence
+        from paperchat.discovery.quality import coherence
 
         return coherence(self.library)
 
     @staticmethod
     def format_trends(trends: list[TopicTrend], limit: int = 30) -> str:
         """The trending table as text."""
-        from paperchat.trending import format_trends
+        from paperchat.discovery.trending import format_trends
 
         return format_trends(trends, limit)
 
     def gold_coverage(self, questions: Path) -> str:
         """How the gold papers of a topic question set fall into the discovered topics."""
-        from paperchat.topic_quality import gold_coverage
+        from paperchat.discovery.quality import gold_coverage
 
         return gold_coverage(self.library, questions)
 

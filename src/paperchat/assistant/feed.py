@@ -11,7 +11,7 @@ from paperchat.errors import NotFound
 from paperchat.settings import Settings
 
 if TYPE_CHECKING:
-    from paperchat.catalog_feed import Collection
+    from paperchat.catalog.feed import Collection
     from paperchat.digest import Digest
     from paperchat.foryou import ForYou
     from paperchat.importing import ImportReport

@@ -218,7 +218,7 @@ class IngestOps:
 
     def embedder_device(self) -> str:
         """Where the embedder runs: "cpu" or "cuda" once it has loaded, else the setting ("auto")."""
-        from paperchat.providers.embedders import device_of
+        from paperchat.providers.devices import device_of
 
         return device_of(self.library.embedder)
 

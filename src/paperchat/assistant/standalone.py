@@ -33,14 +33,14 @@ def resolve_answerer(settings: Settings, name: str | None = None) -> Answerer:
     Raises:
         ConfigError: an unknown name (the message lists the choices) or a missing key.
     """
-    from paperchat.providers.answerers import get_answerer
+    from paperchat.providers.answerer_factory import get_answerer
 
     return get_answerer(settings, name)
 
 
 def llm_model(name: str) -> str | None:
     """The model of an 'openai:<model>' answerer name; None for every other name (even invalid ones)."""
-    from paperchat.providers.answerers import parse_answerer
+    from paperchat.providers.answerer_factory import parse_answerer
 
     try:
         spec = parse_answerer(name)

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.providers.embedders import Embedder
 from paperchat.retrieval import rrf
 from paperchat.settings import Settings
 from paperchat.text import Tokenizer, split_sentences
+from paperchat.types import Embedder
 
 
 @dataclass

@@ -69,7 +69,8 @@ class EmbedWorker:
     and writes them. Upserts by content-hash id, so a retried task changes nothing."""
 
     def __init__(self, settings: Settings, threads: int) -> None:
-        from paperchat.providers.embedders import device_note, device_of, get_embedder
+        from paperchat.providers.devices import device_note, device_of
+        from paperchat.providers.embedders import get_embedder
         from paperchat.store import VectorStore
 
         self.batch_size = settings.batch_size

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from paperchat.dates import parse_date
-from paperchat.discovery import tag_papers
+from paperchat.discovery.clusters import tag_papers
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.pdfstore import store_pdf, stored_copy
 from paperchat.ingestion.records import Failure
 from paperchat.library import Library
-from paperchat.providers.embedders import device_note, device_of
+from paperchat.providers.devices import device_note, device_of
 from paperchat.store import StoredChunk
 from paperchat.text import clean_text
 from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf

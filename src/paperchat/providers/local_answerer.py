@@ -24,7 +24,7 @@ from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 if TYPE_CHECKING:
-    from paperchat.providers.embedders import Embedder
+    from paperchat.types import Embedder
 
 # what a small model writes when it goes on past its answer (compared lower-cased, at a sentence's start)
 STOP_STARTS = ("question:", "sources:", "source:", "references:", "reference:", "answer:", "user:", "assistant:", "<|im_", "<|end")

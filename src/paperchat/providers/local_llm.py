@@ -6,7 +6,7 @@ extra buffer types off unless told otherwise: they crash generation on AMX Xeons
 one of the models of `providers.local_models` (Qwen2.5-Coder-1.5B by default, SmolLM2-135M as `local:tiny`), waits
 until `/v1/models` answers, and stops it when the process exits. Its thread count defaults to one less than the
 CPUs the process may use (llama.cpp's threads wait for each other at every step: one preempted thread stalls all).
-`providers.answerers.get_answerer("local")` binds an OpenAI-path answerer to `shared_server` (this module
+`providers.answerer_factory.get_answerer("local")` binds an OpenAI-path answerer to `shared_server` (this module
 imports nothing from `answerers`). Everything comes with the optional extra `local` (`pip install -e '.[local]'`).
 """
 

@@ -232,7 +232,7 @@ class OnnxMiniLMEmbedder:
                     import tokenizers  # noqa: F401 - checked here, used by new_tokenizer
                 except ImportError as exc:  # pragma: no cover - depends on the install
                     raise ConfigError(f"the ONNX MiniLM embedder needs onnxruntime and tokenizers ({exc})", "run scripts/setup.sh") from exc
-                from paperchat.providers.embedders import gpu_present, resolve_device
+                from paperchat.providers.devices import gpu_present, resolve_device
 
                 path = ExportedModel(self.models_dir, self.quantized).path()
                 wanted = self.device

@@ -81,7 +81,7 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
                     self.precision = "f32"
                     self._fallback_note = f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); embedded through ONNX Runtime (the same vectors; scripts/setup.sh installs openvino)"
                 else:
-                    from paperchat.providers.embedders import gpu_present
+                    from paperchat.providers.devices import gpu_present
 
                     if self.device == "cuda":
                         self.device_note = "PAPERCHAT_DEVICE=cuda, but the OpenVINO embedder runs on the CPU: PAPERCHAT_EMBEDDER=minilm runs on a GPU"

@@ -3,7 +3,7 @@
 The vectors are the MiniLM abstract vectors already in the store (the lexical snapshot keeps a copy of every
 chunk's vector, row-aligned with its ids), so discovery embeds nothing. Clustering is scikit-learn's k-means
 on the unit vectors (spherical in effect), seeded, so a re-run on the same corpus gives the same topics.
-Labels come from paperchat.topic_labels. A re-run keeps a surviving topic's slug: old and new topics are
+Labels come from paperchat.discovery.labels. A re-run keeps a surviving topic's slug: old and new topics are
 matched by the papers they share (Jaccard of their primary members). Each paper is tagged with its closest
 topics by cosine to the centroids, each tag said by the paper (a word of the topic's label in its title or
 abstract) unless the paper is very close to the topic; papers ingested later are tagged the same way at
@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from paperchat.catalog import DiscoveredTopic
+from paperchat.discovery.labels import LabelSettings, holds_label, label_clusters, label_words
 from paperchat.errors import InputError
 from paperchat.library import Library
-from paperchat.topic_labels import LabelSettings, holds_label, label_clusters, label_words
 
 MINIBATCH_ABOVE = 200_000  # papers: above this, MiniBatchKMeans (memory and time linear in the batch)
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from paperchat.catalog_feed import FeedTables
-from paperchat.catalog_topics import _guarded
+from paperchat.catalog.db import damaged, guarded
+from paperchat.catalog.feed import FeedTables
 
 USER_LISTS = "user_lists.json"
 ARRIVALS_EVERY_S = 30.0  # new ingest times reach the mirror at most this late (or when the catalogue closes)
@@ -113,34 +113,32 @@ class UserLists(FeedTables):
                 rated = max(cur.rowcount, 0)
                 self.restored = {"follows and saves": added, "ratings": rated, **self._restore_feed(data)}
         except sqlite3.DatabaseError as exc:
-            from paperchat.catalog import damaged
-
             raise damaged(self.path, exc) from exc
         return added
 
-    @_guarded
+    @guarded
     def follow(self, topic: str, on: bool = True) -> None:
         """Follow a topic (or unfollow it when on is False)."""
         self._toggle("follows", "topic", topic, on)
 
-    @_guarded
+    @guarded
     def save(self, paper_id: str, on: bool = True) -> None:
         """Save a paper (or unsave it when on is False)."""
         self._toggle("saves", "paper_id", paper_id, on)
 
-    @_guarded
+    @guarded
     def followed(self) -> list[str]:
         """Followed topics, oldest follow first."""
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT topic FROM follows ORDER BY since")]
 
-    @_guarded
+    @guarded
     def saved(self) -> list[str]:
         """Saved paper ids, most recently saved first."""
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT paper_id FROM saves ORDER BY since DESC")]
 
-    @_guarded
+    @guarded
     def rate(self, paper_id: str, value: int) -> None:
         """Rate a paper: +1 "more like this", -1 "not interested", 0 clears its rating."""
         if value not in (1, 0, -1):
@@ -157,7 +155,7 @@ class UserLists(FeedTables):
                     self._conn.execute("DELETE FROM ratings WHERE paper_id=?", (paper_id,))
             self._write_mirror()
 
-    @_guarded
+    @guarded
     def ratings(self) -> dict[str, int]:
         """Every rated paper: id -> +1 or -1, oldest rating first."""
         with self._lock:

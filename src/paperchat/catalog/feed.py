@@ -1,5 +1,5 @@
 """The catalogue's feed tables: when each paper entered the store (for `paperchat digest`), and personal
-collections (`paperchat import`). A mixin of Catalog, like catalog_topics: one SQLite connection and lock.
+collections (`paperchat import`). A mixin of Catalog, like catalog.topics: one SQLite connection and lock.
 
 Created on open with IF NOT EXISTS: an older catalogue gains them empty, and its papers have no ingest time
 (a digest never lists them as new).
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paperchat.catalog_topics import _guarded
+from paperchat.catalog.db import guarded
 
 FEED_SCHEMA = """
 CREATE TABLE IF NOT EXISTS paper_added (paper_id TEXT PRIMARY KEY, at TEXT NOT NULL);
@@ -136,13 +136,13 @@ class FeedTables:
         added["ingest times"] = max(cur.rowcount, 0)
         return added
 
-    @_guarded
+    @guarded
     def delete_meta(self, key: str) -> None:
         """Remove a meta key (nothing when it is not there)."""
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM meta WHERE key=?", (key,))
 
-    @_guarded
+    @guarded
     def added_between(self, since: dt.datetime, until: dt.datetime | None = None) -> dict[str, dt.datetime]:
         """Papers first stored at or after `since` (and before `until`): id -> ingest time, newest first."""
         q, args = "SELECT a.paper_id, a.at FROM paper_added a JOIN papers p ON p.id=a.paper_id WHERE a.at >= ?", [stamp(since)]
@@ -153,14 +153,14 @@ class FeedTables:
             rows = self._conn.execute(q + " ORDER BY a.at DESC, a.paper_id", args).fetchall()
         return {str(pid): dt.datetime.fromisoformat(at) for pid, at in rows}
 
-    @_guarded
+    @guarded
     def mark_old(self, ids: Iterable[str]) -> None:
         """Give these papers an ingest time before any visit (rows rebuilt by a repair whose time was lost): they
         are not arrivals, and ingesting their source again does not make them new."""
         with self._lock, self._conn:
             self._conn.executemany("INSERT OR REPLACE INTO paper_added (paper_id, at) VALUES (?, ?)", [(i, LONG_AGO) for i in ids])
 
-    @_guarded
+    @guarded
     def save_collection(self, slug: str, name: str, source: str, ids: Iterable[str]) -> int:
         """Create a collection or add papers to it; returns its size."""
         with self._lock, self._conn:
@@ -176,7 +176,7 @@ class FeedTables:
         self._write_mirror()  # a damaged catalogue must not take the collection with it
         return size
 
-    @_guarded
+    @guarded
     def collections(self) -> list[Collection]:
         """Every collection, by name."""
         q = """SELECT c.slug, c.name, c.source, c.created, COUNT(m.paper_id) FROM collections c
@@ -184,7 +184,7 @@ class FeedTables:
         with self._lock:
             return [Collection(str(s), str(n), str(src), str(c), int(k)) for s, n, src, c, k in self._conn.execute(q)]
 
-    @_guarded
+    @guarded
     def collection_papers(self, slug: str) -> list[str]:
         """Ids of a collection's papers that are in the store, newest first."""
         q = """SELECT p.id FROM papers p JOIN collection_papers m ON m.paper_id=p.id WHERE m.collection=?

@@ -25,7 +25,7 @@ class TopicTrend:
     name: str
     kind: str  # "hand-written" or "discovered"
     # what the counts count: "rules" (keyword rules), "rules+neighbours" (the rules and the papers whose nearest
-    # neighbours the rules hold, paperchat.topic_membership) or "tags" (2-4 closest discovered topics)
+    # neighbours the rules hold, paperchat.discovery.membership) or "tags" (2-4 closest discovered topics)
     membership: str
     momentum: Momentum
     z: float  # the recent count's z-score against the topic's own earlier share; 0 when unranked

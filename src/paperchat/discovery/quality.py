@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from paperchat.catalog import DiscoveredTopic
+from paperchat.discovery.labels import npmi_coherence, phrases
 from paperchat.library import Library
 from paperchat.text import printable
-from paperchat.topic_labels import npmi_coherence, phrases
 
 
 def sample_topics(lib: Library, per_topic: int = 5, seed: int = 0, limit: int | None = None, primary: bool = True) -> str:

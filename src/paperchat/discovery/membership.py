@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paperchat.discovery.clusters import abstract_vectors
 from paperchat.library import Library
 
 
@@ -66,7 +67,6 @@ def learn_membership(lib: Library, settings: MembershipSettings | None = None) -
     """Find each hand-written topic's learned members and store them (replacing the last run's)."""
     from threadpoolctl import threadpool_limits
 
-    from paperchat.discovery import abstract_vectors
 
     s = settings or MembershipSettings()
     topics = list(lib.topics.topics)

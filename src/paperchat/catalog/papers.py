@@ -18,20 +18,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from paperchat.catalog_feed import FEED_SCHEMA, LAST_VISIT_KEY
-from paperchat.catalog_lists import USER_LISTS, UserLists
-from paperchat.catalog_topics import DISCOVERY_SCHEMA, DiscoveredTopic, DiscoveryTables, _guarded
-from paperchat.errors import StoreError
+from paperchat.catalog.db import damaged, guarded
+from paperchat.catalog.feed import FEED_SCHEMA, LAST_VISIT_KEY
+from paperchat.catalog.lists import USER_LISTS, UserLists
+from paperchat.catalog.topics import DISCOVERY_SCHEMA, DiscoveryTables
 from paperchat.types import Paper
-
-__all__ = ["Catalog", "DiscoveredTopic", "damaged"]
-REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
-
-
-def damaged(path: Path, exc: BaseException) -> StoreError:
-    """The error for a catalogue file SQLite cannot read."""
-    return StoreError(f"the catalogue {path} is damaged ({exc})", REPAIR_HINT)
-
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS papers (
@@ -126,7 +117,7 @@ class Catalog(DiscoveryTables, UserLists):
 
     # -- papers -------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def hashes(self, ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
         """(abstract_hash, pdf_hash) of the given papers that exist."""
         out: dict[str, tuple[str | None, str | None]] = {}
@@ -139,21 +130,21 @@ class Catalog(DiscoveryTables, UserLists):
                     out[pid] = (ah, ph)
         return out
 
-    @_guarded
+    @guarded
     def sample_abstract_hashes(self, n: int) -> list[str]:
         """Up to n abstract chunk ids (a paper's abstract_hash is its abstract chunk's id), picked at random."""
         with self._lock:
             q = "SELECT abstract_hash FROM papers WHERE abstract_hash IS NOT NULL ORDER BY random() LIMIT ?"
             return [r[0] for r in self._conn.execute(q, (n,))]
 
-    @_guarded
+    @guarded
     def stored_hashes(self) -> dict[str, tuple[str | None, str | None, str | None]]:
         """Every paper's (abstract_hash, pdf_hash, pdf_path): what the store should hold for it."""
         with self._lock:
             rows = self._conn.execute("SELECT id, abstract_hash, pdf_hash, pdf_path FROM papers").fetchall()
         return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
 
-    @_guarded
+    @guarded
     def upsert_papers(self, rows: Iterable[tuple[Paper, str | None, list[str]]], arrived: bool = True) -> None:
         """Insert or update papers with their abstract hash and topics, keeping PDF fields; `arrived`: record
         now as the ingest time of papers that have none (False when rows are rebuilt, not ingested)."""
@@ -175,7 +166,7 @@ class Catalog(DiscoveryTables, UserLists):
         if arrivals:
             self._arrivals_changed()  # ingest times since the last visit are mirrored too (for the digest)
 
-    @_guarded
+    @guarded
     def set_pdf(self, paper: Paper, pdf_path: str, pdf_sha256: str, pdf_hash: str, topics: list[str]) -> None:
         """Record that a PDF was ingested for a paper (creating the paper when it is new)."""
         with self._lock, self._conn:
@@ -198,7 +189,7 @@ class Catalog(DiscoveryTables, UserLists):
             "INSERT OR IGNORE INTO paper_topics (paper_id, topic) VALUES (?, ?)", [(paper_id, t) for t in topics]
         )
 
-    @_guarded
+    @guarded
     def replace_all_topics(self, memberships: dict[str, list[str]]) -> None:
         """Replace every paper's topics at once (after the topic rules changed)."""
         with self._lock, self._conn:
@@ -208,7 +199,7 @@ class Catalog(DiscoveryTables, UserLists):
                 [(pid, t) for pid, ts in memberships.items() for t in ts],
             )
 
-    @_guarded
+    @guarded
     def remove_paper(self, paper_id: str) -> bool:
         """Delete a paper with its topics, tags and save; True when it existed."""
         with self._lock:
@@ -239,13 +230,13 @@ class Catalog(DiscoveryTables, UserLists):
 
     _COLS = "id, title, authors, abstract, date, categories, url, pdf_path"
 
-    @_guarded
+    @guarded
     def get(self, paper_id: str) -> Paper | None:
         """The paper with this id, or None."""
         papers = self.get_many([paper_id])
         return papers.get(paper_id)
 
-    @_guarded
+    @guarded
     def get_many(self, ids: Iterable[str]) -> dict[str, Paper]:
         """Papers by id (with their topics) for the ids found; unknown ids are left out."""
         ids = list(dict.fromkeys(ids))
@@ -263,14 +254,14 @@ class Catalog(DiscoveryTables, UserLists):
                     out[row[0]] = self._row_to_paper(row, topics.get(row[0], []))
         return out
 
-    @_guarded
+    @guarded
     def find_by_pdf_sha(self, sha256: str) -> Paper | None:
         """The paper whose PDF has this SHA-256, or None."""
         with self._lock:
             row = self._conn.execute("SELECT id FROM papers WHERE pdf_sha256=?", (sha256,)).fetchone()
         return self.get(row[0]) if row else None
 
-    @_guarded
+    @guarded
     def topic_papers(self, topic: str, since: dt.date | None = None, until: dt.date | None = None) -> list[str]:
         """Ids of a topic's papers, newest first."""
         q = "SELECT p.id FROM papers p JOIN paper_topics t ON t.paper_id=p.id WHERE t.topic=?"
@@ -285,7 +276,7 @@ class Catalog(DiscoveryTables, UserLists):
         with self._lock:
             return [r[0] for r in self._conn.execute(q, args)]
 
-    @_guarded
+    @guarded
     def papers_between(self, since: dt.date, until: dt.date | None = None) -> list[str]:
         """Ids of the papers listed on or after `since` (and on or before `until`), newest first."""
         q, args = "SELECT id FROM papers WHERE date >= ?", [since.isoformat()]
@@ -295,20 +286,20 @@ class Catalog(DiscoveryTables, UserLists):
         with self._lock:
             return [r[0] for r in self._conn.execute(q + " ORDER BY date DESC, id DESC", args)]
 
-    @_guarded
+    @guarded
     def dates_and_categories(self) -> dict[str, tuple[dt.date | None, list[str]]]:
         """Every paper's listing date and arXiv categories, in one read (the feed's evaluation needs all)."""
         with self._lock:
             rows = self._conn.execute("SELECT id, date, categories FROM papers").fetchall()
         return {str(i): (dt.date.fromisoformat(d) if d else None, json.loads(c) if c else []) for i, d, c in rows}
 
-    @_guarded
+    @guarded
     def topic_counts(self) -> dict[str, int]:
         """Number of papers in each topic."""
         with self._lock:
             return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_topics GROUP BY topic").fetchall())
 
-    @_guarded
+    @guarded
     def topic_dates(self, topic: str | None) -> list[dt.date]:
         """Dates of all papers (topic=None) or of one topic's papers."""
         if topic is None:
@@ -319,14 +310,14 @@ class Catalog(DiscoveryTables, UserLists):
         with self._lock:
             return [dt.date.fromisoformat(r[0]) for r in self._conn.execute(q, args)]
 
-    @_guarded
+    @guarded
     def date_counts(self) -> dict[dt.date, int]:
         """Number of papers per date, counted by SQLite (a few hundred dates rather than every paper's)."""
         with self._lock:
             q = "SELECT date, COUNT(*) FROM papers WHERE date IS NOT NULL GROUP BY date"
             return {dt.date.fromisoformat(d): int(n) for d, n in self._conn.execute(q)}
 
-    @_guarded
+    @guarded
     def shared_papers(self, topic: str) -> dict[str, int]:
         """For each other topic, how many papers it shares with `topic`."""
         q = """SELECT b.topic, COUNT(*) FROM paper_topics a JOIN paper_topics b ON a.paper_id=b.paper_id
@@ -334,7 +325,7 @@ class Catalog(DiscoveryTables, UserLists):
         with self._lock:
             return dict(self._conn.execute(q, (topic, topic)).fetchall())
 
-    @_guarded
+    @guarded
     def iter_papers(self) -> Iterator[Paper]:
         """Every paper in the catalogue (without topics)."""
         with self._lock:
@@ -342,13 +333,13 @@ class Catalog(DiscoveryTables, UserLists):
         for row in rows:
             yield self._row_to_paper(row, [])
 
-    @_guarded
+    @guarded
     def titles(self) -> dict[str, str]:
         """Paper id -> title of every paper in the catalogue."""
         with self._lock:
             return dict(self._conn.execute("SELECT id, title FROM papers").fetchall())
 
-    @_guarded
+    @guarded
     def count(self) -> int:
         """Number of papers in the catalogue."""
         with self._lock:
@@ -356,14 +347,14 @@ class Catalog(DiscoveryTables, UserLists):
 
     # -- meta and user lists -------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def get_meta(self, key: str) -> str | None:
         """The stored value of a meta key, or None."""
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else None
 
-    @_guarded
+    @guarded
     def set_meta(self, key: str, value: str) -> None:
         """Store a meta key's value, replacing any old one."""
         with self._lock, self._conn:

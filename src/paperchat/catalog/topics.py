@@ -1,4 +1,4 @@
-"""The catalogue's discovered-topic tables (paperchat.discovery writes them): topics with their centroids and
+"""The catalogue's discovered-topic tables (paperchat.discovery.clusters writes them): topics with their centroids and
 labels, and each paper's tags. A mixin of Catalog, so the one SQLite connection and lock serve both.
 
 The tables are created on open with IF NOT EXISTS: a catalogue made before them opens as before and gains
@@ -9,46 +9,25 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import functools
 import json
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 
+from paperchat.catalog.db import guarded
+
 log = logging.getLogger(__name__)
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Turn SQLite's errors about a damaged file into the catalogue's StoreError that says what to run (for
-    paperchat.catalog and these tables alike)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return fn(*args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise
-            from paperchat.catalog import damaged
-
-            raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
-
-    return wrapper
-
-
 DISCOVERY_MIRROR = "discovered_topics.json"  # beside the database: what `doctor --repair` restores topics from
 
 
-# Discovered topics (paperchat.discovery). Additive: an older catalogue gains these empty tables on open.
+# Discovered topics (paperchat.discovery.clusters). Additive: an older catalogue gains these empty tables on open.
 DISCOVERY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS discovered_topics (
     slug TEXT PRIMARY KEY,
@@ -81,7 +60,7 @@ class DiscoveredTopic:
     """A topic found by clustering: its label, the hand-written topic it nests under, its centroid.
 
     `parent_share` is the fraction of its papers that the parent's rules also hold; `size` counts the papers it
-    tags first (near its centroid and saying its label; see paperchat.discovery); `terms` are its
+    tags first (near its centroid and saying its label; see paperchat.discovery.clusters); `terms` are its
     best label phrases, best first.
     """
 
@@ -101,7 +80,7 @@ class DiscoveryTables:
     _conn: sqlite3.Connection
     _lock: threading.RLock
 
-    @_guarded
+    @guarded
     def replace_discovered(
         self, topics: list[DiscoveredTopic], tags: dict[str, list[tuple[str, float]]], run: dict[str, Any]
     ) -> None:
@@ -138,7 +117,7 @@ class DiscoveryTables:
             [(pid, slug, r, float(score)) for pid, ts in tags.items() for r, (slug, score) in enumerate(ts, start=1)],
         )
 
-    @_guarded
+    @guarded
     def set_tags(self, tags: dict[str, list[tuple[str, float]]]) -> None:
         """Replace the tags of the given papers (best first; an empty list removes a paper's tags)."""
         ids = list(tags)
@@ -148,9 +127,9 @@ class DiscoveryTables:
                 self._conn.execute(f"DELETE FROM paper_tags WHERE paper_id IN ({','.join('?' * len(part))})", part)
             self._insert_tags(tags)
 
-    @_guarded
+    @guarded
     def replace_learned(self, learned: dict[str, dict[str, float]], run: dict[str, Any]) -> None:
-        """Replace every hand-written topic's learned members (paperchat.topic_membership) at once."""
+        """Replace every hand-written topic's learned members (paperchat.discovery.membership) at once."""
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM paper_topics_learned")
             self._insert_learned(learned)
@@ -164,7 +143,7 @@ class DiscoveryTables:
         """The JSON copy of the discovered topics, tags and learned members beside the database."""
         return self.path.parent / DISCOVERY_MIRROR
 
-    @_guarded
+    @guarded
     def write_discovery_mirror(self) -> None:
         """Rewrite the mirror atomically from the tables (after a discovery or a `topics learn` run).
 
@@ -212,7 +191,7 @@ class DiscoveryTables:
             return None
         return data if isinstance(data, dict) else None
 
-    @_guarded
+    @guarded
     def restore_discovery(self) -> dict[str, int] | None:
         """Fill empty discovered-topic tables from the mirror (for a recreated catalogue): topics, the tags of
         papers the catalogue holds, learned members and how both were built. Returns what was added by kind:
@@ -249,7 +228,7 @@ class DiscoveryTables:
                     self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(data[key], sort_keys=True)))
         return {"topics": len(topics), "tagged papers": len(tags), "learned members": sum(len(p) for p in learned.values())}
 
-    @_guarded
+    @guarded
     def learned_members(self) -> dict[str, set[str]]:
         """Each hand-written topic's learned members (papers its rules miss that its neighbours hold)."""
         out: dict[str, set[str]] = {}
@@ -258,7 +237,7 @@ class DiscoveryTables:
                 out.setdefault(slug, set()).add(pid)
         return out
 
-    @_guarded
+    @guarded
     def rule_members(self) -> dict[str, set[str]]:
         """Each hand-written topic's members by its keyword rules."""
         out: dict[str, set[str]] = {}
@@ -269,7 +248,7 @@ class DiscoveryTables:
 
     _discovered_cache: tuple[tuple[int, int], list[DiscoveredTopic]] | None = None
 
-    @_guarded
+    @guarded
     def discovered(self) -> list[DiscoveredTopic]:
         """The discovered topics, largest first. Kept between calls until the catalogue changes (a write on this
         connection, or a commit by another process: SQLite's data_version); a topic page asks several times, and
@@ -288,13 +267,13 @@ class DiscoveryTables:
             self._discovered_cache = (key, out)
         return list(out)
 
-    @_guarded
+    @guarded
     def has_discovered(self) -> bool:
         """Whether any discovered topic is stored (cheap: for the ingest hook)."""
         with self._lock:
             return self._conn.execute("SELECT 1 FROM discovered_topics LIMIT 1").fetchone() is not None
 
-    @_guarded
+    @guarded
     def tags_of(self, ids: Iterable[str]) -> dict[str, list[tuple[str, float]]]:
         """Each given paper's tags as (slug, similarity), best first; papers without tags are left out."""
         ids = list(dict.fromkeys(ids))
@@ -307,7 +286,7 @@ class DiscoveryTables:
                     out.setdefault(pid, []).append((slug, float(score)))
         return out
 
-    @_guarded
+    @guarded
     def tagged_papers(self, slug: str, primary: bool = False) -> list[str]:
         """Ids of the papers tagged with a discovered topic (only those whose best tag it is with
         primary=True), newest first."""
@@ -316,7 +295,7 @@ class DiscoveryTables:
         with self._lock:
             return [r[0] for r in self._conn.execute(q + " ORDER BY p.date DESC, p.id DESC", (slug,))]
 
-    @_guarded
+    @guarded
     def tagged_overview(self, slug: str) -> tuple[list[dt.date], dict[str, int]]:
         """For a discovered topic's page, in SQL: the dates of its tagged papers, and how many of them each other
         topic holds (hand-written topics by their rules, discovered ones by tags)."""
@@ -337,13 +316,13 @@ class DiscoveryTables:
                     shared[str(other)] = shared.get(str(other), 0) + int(n)
         return dates, shared
 
-    @_guarded
+    @guarded
     def tag_counts(self) -> dict[str, int]:
         """Number of papers tagged with each discovered topic."""
         with self._lock:
             return dict(self._conn.execute("SELECT topic, COUNT(*) FROM paper_tags GROUP BY topic").fetchall())
 
-    @_guarded
+    @guarded
     def primary_members(self) -> dict[str, set[str]]:
         """Discovered topic -> the papers whose best tag it is (to match an old run's topics to a new one's)."""
         out: dict[str, set[str]] = {}
@@ -352,7 +331,7 @@ class DiscoveryTables:
                 out.setdefault(slug, set()).add(pid)
         return out
 
-    @_guarded
+    @guarded
     def dates_by_topic(self, learned: bool = False) -> dict[str, list[dt.date]]:
         """Every topic's paper dates in one pass: hand-written topics by their rules (and, with learned, their
         learned members too), discovered ones by tags."""

@@ -1,0 +1,35 @@
+"""What the catalogue's tables share: the error for a damaged file and the guard that raises it."""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+from paperchat.errors import StoreError
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+REPAIR_HINT = "run `paperchat doctor --repair` (it moves the damaged file aside and rebuilds what it can)"
+
+
+def damaged(path: Path, exc: BaseException) -> StoreError:
+    """The error for a catalogue file SQLite cannot read."""
+    return StoreError(f"the catalogue {path} is damaged ({exc})", REPAIR_HINT)
+
+
+def guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn SQLite's errors about a damaged file into the catalogue's StoreError that says what to run."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
+
+    return wrapper
