@@ -18,7 +18,9 @@ from pathlib import Path
 from paperchat.assistant import Assistant
 from paperchat.evaluation.table_eval import ingest_gold_papers, read_gold
 from paperchat.settings import PROJECT_ROOT, Settings
-from paperchat.table import PRESETS, CellCache, TableBuilder
+from paperchat.tables.columns import PRESETS
+from paperchat.tables.cache import CellCache
+from paperchat.tables.builder import TableBuilder
 
 COLUMNS = PRESETS["empirical"][:6]
 

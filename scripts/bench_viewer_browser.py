@@ -12,7 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from paperchat.assistant import Assistant, percentile
+from paperchat.assistant import Assistant
+from paperchat.text import percentile
 from paperchat.bench import GENERIC_QUESTIONS, rss_mb
 from paperchat.settings import Settings
 from paperchat.ui.app import build_app

@@ -1,6 +1,11 @@
-"""The layering stays true: the edges (ui/, cli/, evaluation/, bench.py) import from paperchat only the facade
-(`paperchat.assistant`), our types, settings and errors, their own package and the edges above them; they
-never reach through the facade into the library, store or catalogue; and the core never imports an edge.
+"""The layering stays true.
+
+- No import circle between our modules, counting imports inside functions and under TYPE_CHECKING: a circle
+  is not dodged by moving an import into a function.
+- No arrow up: every module sits in one of LAYERS and imports only its own layer and those below.
+- The edges (ui/, cli/, mcp/, evaluation/, bench.py) import from paperchat only the facade
+  (`paperchat.assistant`), the vocabulary (our types, settings, errors and pure helpers), their own package
+  and the edges above them; they never reach through the facade into the library, store or catalogue.
 
 Read from the source with `ast` (nothing is imported), so it is fast and holds for imports inside functions.
 """
@@ -16,7 +21,28 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PKG = SRC / "paperchat"
 
-CORE_SURFACE = ("paperchat", "paperchat.assistant", "paperchat.types", "paperchat.settings", "paperchat.errors")
+# the bottom layer: our types, settings, errors and pure helpers (no library, no store, nothing heavy)
+VOCABULARY = (
+    "paperchat", "paperchat.errors", "paperchat.settings", "paperchat.types", "paperchat.text", "paperchat.dates", "paperchat.hashing",
+    "paperchat.ports", "paperchat.tex", "paperchat.workers", "paperchat.progress", "paperchat.prompts", "paperchat.passages",
+    "paperchat.citations", "paperchat.query",
+)
+# lowest first; a module belongs to the layer of its longest listed prefix
+LAYERS: list[tuple[str, ...]] = [
+    VOCABULARY,
+    ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns"),  # reading text; the backends (embedders, answerers)
+    ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields"),  # storage
+    ("paperchat.library",),  # the open stores together
+    ("paperchat.retrieval", "paperchat.discovery", "paperchat.digest", "paperchat.foryou", "paperchat.importing", "paperchat.bibtex",
+     "paperchat.ingestion", "paperchat.demo", "paperchat.feed", "paperchat.doctor", "paperchat.reader"),  # what is done with a library
+    ("paperchat.qa", "paperchat.tables"),  # answers and tables over retrieval and the reader
+    ("paperchat.assistant",),  # the facade
+    ("paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.tables.train"),  # edges over the facade
+    ("paperchat.ui",),
+    ("paperchat.cli",),
+    ("paperchat.launch", "paperchat.cli.__main__"),  # the entry points
+]
+CORE_SURFACE = (*VOCABULARY, "paperchat.assistant", "paperchat.tables.columns")
 # edge -> the edges it may call (higher or peer layers: the CLI starts the app, runs evaluations and benchmarks)
 EDGES: dict[str, tuple[str, ...]] = {
     "paperchat.cli": ("paperchat.ui", "paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.launch"),  # launch: the entry point guarding the CLI's import
@@ -24,7 +50,8 @@ EDGES: dict[str, tuple[str, ...]] = {
     "paperchat.launch": ("paperchat.cli",),
     "paperchat.ui": ("paperchat.evaluation",),  # the app's Evaluation tab shows the latest report
     "paperchat.evaluation": (),
-    "paperchat.bench": (),
+    "paperchat.bench": ("paperchat.evaluation.lab",),  # the benchmarks' instruments
+    "paperchat.tables.train": (),
 }
 # modules that measure the parts below the facade themselves, and why
 BELOW_THE_FACADE = {
@@ -32,6 +59,8 @@ BELOW_THE_FACADE = {
     "paperchat.evaluation.corpus": "builds the suite's quality corpus from a full store's search snapshot (its vectors), as demo.build_demo does",
     "paperchat.evaluation.feed_eval": "fits the For you model on simulated researchers' ratings in memory (never written to the catalogue) over the library's feature space",
     "paperchat.evaluation.table_eval": "measures the table builder itself (cells of the gold set) and checks each quote against the PDF's own page text",
+    "paperchat.evaluation.lab": "the evaluation-side facade: the instruments benchmarks and evaluations need below the app's facade",
+    "paperchat.tables.train": "trains the cell picker over the table builder itself",
 }
 REACH_THROUGH = {"library", "store", "catalog", "lexical", "collection", "embedder"}
 
@@ -68,13 +97,10 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 name = node.module or ""
             if name.split(".")[0] != "paperchat":
                 continue
-            if name in ("paperchat", "paperchat.evaluation") or not node.module:
-                # `from paperchat import bench` / `from paperchat.evaluation import report` name modules too
-                for alias in node.names:
-                    sub = f"{name}.{alias.name}"
-                    yield node.lineno, sub if (PKG.parent / (sub.replace(".", "/") + ".py")).exists() or (PKG.parent / sub.replace(".", "/")).is_dir() else name
-            else:
-                yield node.lineno, name
+            for alias in node.names:
+                # `from paperchat import bench` / `from paperchat.ui import handlers` import the module named
+                sub = f"{name}.{alias.name}"
+                yield node.lineno, sub if (SRC / (sub.replace(".", "/") + ".py")).exists() or (SRC / sub.replace(".", "/")).is_dir() else name
 
 
 def _within(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -121,3 +147,91 @@ def test_the_exceptions_still_exist() -> None:
     names = {m for m, _ in _modules()}
     assert set(BELOW_THE_FACADE) <= names
     assert {m for m, _ in EDGE_MODULES} >= {"paperchat.cli", "paperchat.ui.handlers", "paperchat.evaluation.runner", "paperchat.bench"}
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports (a package's name stands for its __init__)."""
+    mods = dict(_modules())
+    graph: dict[str, set[str]] = {}
+    for module, path in mods.items():
+        deps = set()
+        for _, name in _imports(module, path):
+            while name and name not in mods:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                deps.add(name)
+        graph[module] = deps
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def _layer(module: str) -> int:
+    best, rank = "", -1
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, rank = prefix, i
+    return rank
+
+
+def test_no_import_circles() -> None:
+    circles = _circles(_graph())
+    assert not circles, "import circles (an import inside a function or under TYPE_CHECKING counts):\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_circle_finder_finds_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [m for m, _ in _modules() if _layer(m) < 0]
+    assert not missing, "add these modules to a layer in LAYERS: " + ", ".join(missing)
+
+
+def test_no_arrow_up() -> None:
+    """A module imports only its own layer and those below (so a new module cannot quietly invert the house)."""
+    graph = _graph()
+    bad = [f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})" for m, deps in graph.items() for d in sorted(deps) if _layer(d) > _layer(m)]
+    assert not bad, "\n".join(bad)

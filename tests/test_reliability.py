@@ -339,7 +339,7 @@ def test_llm_without_or_with_invalid_citations(demo_library: Library) -> None:
 
 
 def test_serving_beyond_loopback_needs_a_password(tmp_path: Path) -> None:
-    from paperchat.ui.app import exposure_auth
+    from paperchat.ui.serving import exposure_auth
 
     s = make_settings(tmp_path)
     assert s.host == "127.0.0.1" and exposure_auth(s) is None

@@ -67,7 +67,8 @@ def hostile_paper() -> Paper:
 @contextmanager
 def launched(lib: Library) -> Iterator[tuple[str, h.Core]]:
     """The real app over `lib`, launched with the same file and size options as `serve()`."""
-    from paperchat.ui.app import build_app, launch_options
+    from paperchat.ui.app import build_app
+    from paperchat.ui.serving import launch_options
 
     core = h.Core(lib.settings, lib, QA(lib))
     demo = build_app(lib.settings, core)
@@ -133,7 +134,7 @@ def test_app_serves_only_its_own_pdf_copies(library: Library, tmp_path: Path) ->
 
 def test_legacy_store_paths_are_copied_or_not_linked(library: Library, tmp_path: Path) -> None:
     """A store made before the app kept its own copies: its outside paths never become served folders."""
-    from paperchat.ui.app import allowed_paths
+    from paperchat.ui.serving import allowed_paths
 
     papers = tmp_path / "papers"
     papers.mkdir()

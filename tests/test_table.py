@@ -16,8 +16,10 @@ import pytest
 from paperchat.assistant import Assistant
 from paperchat.cli import main
 from paperchat.library import Library
-from paperchat.table import MAX_PAPERS, PRESETS, CellCache, Column, TableBuilder, column_of, value_supported
-from paperchat.table_model import CellModel
+from paperchat.tables.builder import TableBuilder
+from paperchat.tables.cache import CellCache
+from paperchat.tables.cells import CellModel
+from paperchat.tables.columns import MAX_PAPERS, PRESETS, Column, column_of, value_supported
 from tests.fake_llm import FakeLLM
 
 PDF_PAPER = "2005.11401"  # RAG: a stored PDF in the library

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import Assistant, percentile
+from paperchat.assistant import Assistant
 from paperchat.errors import ConfigError
+from paperchat.evaluation.lab import Lab
 from paperchat.settings import Settings
+from paperchat.text import percentile
 from paperchat.types import Paper, Scope
 
 _DEV_EXTRA = "pip install -e '.[dev]' (the naive LangChain baseline uses langchain-chroma and langchain-huggingface)"
@@ -32,9 +34,9 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
     """Our ingest of `limit` abstracts into a fresh store, MiniLM alone on the same texts and batch size
     (the limit here), a re-ingest of the same input, and the naive LangChain pipeline on the same records."""
     _need_dev_extra()
-    items = Assistant.read_records(source, limit)
+    items = Lab.read_records(source, limit)
     papers = [p for p in items if isinstance(p, Paper)]
-    texts = Assistant.abstract_texts(papers)
+    texts = Lab.abstract_texts(papers)
     with tempfile.TemporaryDirectory() as tmp:
         s = settings.model_copy(update={"data_dir": Path(tmp) / "store", "models_dir": settings.models_path})  # no re-export
         lib = Assistant(s)
@@ -45,7 +47,7 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         _, limit_after = _seconds(lambda: lib.embed(texts))
         limit_s = (limit_before + limit_after) / 2
         again, re_s = _seconds(lambda: lib.ingest_record_files([source], show_progress=False) if limit is None else lib.ingest_papers(iter(items)))
-        device, name = lib.embedder_device(), lib.embedder_name()
+        device, name = Lab(lib).embedder_device(), Lab(lib).embedder_name()
         lib.close()
         torch_part = _torch_minilm(texts, s, Path(tmp) / "torch", limit_s, ours_s) if name != "minilm" else {}
         naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)
@@ -81,8 +83,8 @@ def bench_ray_ingest(source: Path, limit: int | None, settings: Settings, addres
     abstracts/s per worker and what all of arXiv would take at that rate."""
     if not settings.chroma_url:
         raise ConfigError("bench ray writes into a Chroma server, and none is set", "start a scratch one (`chroma run --path DIR --port PORT`) and set PAPERCHAT_CHROMA_URL")
-    items = Assistant.read_records(source, limit)
-    n = len(Assistant.abstract_texts([p for p in items if isinstance(p, Paper)]))
+    items = Lab.read_records(source, limit)
+    n = len(Lab.abstract_texts([p for p in items if isinstance(p, Paper)]))
     out: dict[str, Any] = {"abstracts": n, "workers": workers, "ray_batch": batch}
     with tempfile.TemporaryDirectory() as tmp:
         def fresh(name: str) -> Assistant:
@@ -95,13 +97,13 @@ def bench_ray_ingest(source: Path, limit: int | None, settings: Settings, addres
         local = fresh("local")
         local.embed(["warm up"] * 4)  # model load is not ingest
         _, local_s = _seconds(lambda: local.ingest_papers(iter(items)))
-        local.drop_vectors()
+        Lab(local).drop_vectors()
         local.close()
         out.update(local_s=round(local_s, 2), local_abstracts_per_s=round(n / local_s, 2))
         for w in workers:
             lib = fresh(f"ray{w}")
             rep, wall = _seconds(lambda: lib.ingest_papers_on_ray(iter(items), address, w, batch, start_first=True))  # noqa: B023 - called at once
-            lib.drop_vectors()
+            Lab(lib).drop_vectors()
             lib.close()
             if rep.failed or rep.chunks_added != n:
                 raise ConfigError(f"the Ray ingest with {w} workers stored {rep.chunks_added} of {n} abstracts ({len(rep.failed)} failed)", "see the Ray logs")
@@ -229,7 +231,7 @@ def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
         s = settings.model_copy(update={"data_dir": Path(tmp) / "store", "models_dir": settings.models_path})  # no re-export
         lib = Assistant(s)
         lib.embed(["warm up"] * 4)
-        texts, pages = lib.pdf_chunk_texts(pdfs)
+        texts, pages = Lab(lib).pdf_chunk_texts(pdfs)
         _, limit_before = _seconds(lambda: lib.embed(texts))
         first, ours_s = _seconds(lambda: lib.ingest_pdfs(pdfs, show_progress=False))
         _, limit_after = _seconds(lambda: lib.embed(texts))
@@ -252,7 +254,7 @@ def bench_ingest_pdfs(pdfs: list[Path], settings: Settings) -> dict[str, Any]:
 def subset_store(src: Assistant, dst: Settings, n_abstracts: int | None) -> Assistant:
     """A store with the first n abstract papers of `src` plus every PDF chunk, copied with their vectors
     (no re-embedding), its catalogue rows and a fresh BM25 snapshot."""
-    return src.copy_subset(dst, n_abstracts)
+    return Lab(src).copy_subset(dst, n_abstracts).assistant
 
 
 def _pct(v: list[float], q: int) -> float:
@@ -273,7 +275,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
             lib = full if size is None else subset_store(full, settings.model_copy(update={"data_dir": Path(tmp) / f"s{size}"}), size)
             lib.ready()
             lib.warm_up()
-            folder, collection = lib.chroma_collection()
+            folder, collection = Lab(lib).chroma_collection()
             naive = _naive_chroma(folder, emb, collection)
             rows: dict[str, list[float]] = {"topic_retrieve": [], "topic_answer": [], "paper_retrieve": [], "paper_answer": [], "naive_topic": [], "naive_paper": []}
             present = [p for p in paper_ids if lib.paper(p) is not None]
@@ -284,7 +286,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["topic_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["topic_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.chroma_where(Scope.for_topic(topic))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": Lab(lib).chroma_where(Scope.for_topic(topic))}).invoke(q2)
                     rows["naive_topic"].append((time.perf_counter() - t0) * 1000)
                 for pid in present:
                     q2 = f"What method does this paper propose, and how is it evaluated? ({pid} {size}-{r})"
@@ -292,7 +294,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["paper_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["paper_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lib.chroma_where(Scope.for_paper(pid))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": Lab(lib).chroma_where(Scope.for_paper(pid))}).invoke(q2)
                     rows["naive_paper"].append((time.perf_counter() - t0) * 1000)
             res: dict[str, Any] = {"chunks": lib.counts()[1]}
             for k, v in rows.items():
@@ -316,7 +318,7 @@ def bench_startup(settings: Settings, question: str, topic: str, timeout: float 
     import subprocess
     import sys
 
-    from paperchat.assistant import free_port
+    from paperchat.ports import free_port
     from paperchat.settings import PROJECT_ROOT
 
     port = free_port()

@@ -50,3 +50,6 @@ class NetworkError(PaperchatError):
 
 class AnswererError(PaperchatError):
     """The answerer failed (endpoint down, bad response)."""
+
+
+INTERRUPTED = "paperchat: interrupted; run the same command again to finish (nothing is lost)"  # a Ctrl-C, at any moment

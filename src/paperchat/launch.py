@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import sys
 
-INTERRUPTED = "paperchat: interrupted; run the same command again to finish (nothing is lost)"
+from paperchat.errors import INTERRUPTED
 
 
 def run() -> int:

@@ -3,10 +3,9 @@
 `Assistant` opens the library (store, catalogue, search index, topics) once, resolves answerers by name and
 offers the operations the edges need: ask and stream, topic pages, papers, adding PDFs, follows and saves,
 ingest and removal. It returns our own types (`paperchat.types`) and the small records of `records`.
-Nothing above this package reaches into the library, the store or the catalogue; the few pure helpers the
-edges share (dates typed by a person, terminal-safe text, LaTeX as plain text, citation marks, a percentile, a free
-port) are re-exported here so
-that they import the facade and nothing below it.
+Nothing above this package reaches into the library, the store or the catalogue; the pure helpers the edges
+share (dates typed by a person, terminal-safe text, citation marks ...) they import from their own modules, the
+vocabulary layer of `tests/test_layers.py`.
 
 Importing it is light: the library (Chroma, the embedder) is imported when an `Assistant` is made.
 """
@@ -26,24 +25,12 @@ from paperchat.assistant.standalone import (
     repair_data_dir,
     resolve_answerer,
 )
-from paperchat.citations import CITATION, mark_unsupported, parse_citations, parse_group
-from paperchat.dates import user_day
 from paperchat.ingestion.records import Failure
-from paperchat.ports import free_port
 from paperchat.reading import ZOOMS, PageView
-from paperchat.table import MAX_COLUMNS, MAX_PAPERS, PRESETS, column_of
-from paperchat.tex import plain
-from paperchat.text import Tokenizer, normalize_for_match, percentile, printable, split_sentences
 from paperchat.topics import Momentum
 
 __all__ = [
-    "CITATION",
-    "MAX_COLUMNS",
-    "MAX_PAPERS",
-    "PRESETS",
-    "column_of",
     "REPAIR",
-    "Tokenizer",
     "Assistant",
     "Failure",
     "IngestReport",
@@ -59,21 +46,11 @@ __all__ = [
     "TopicSummary",
     "check_data_dir",
     "check_question",
-    "free_port",
     "llm_model",
-    "mark_unsupported",
     "pdf_folder",
-    "normalize_for_match",
-    "parse_citations",
-    "parse_group",
-    "percentile",
-    "split_sentences",
-    "plain",
     "preview_topics",
-    "printable",
     "repair_data_dir",
     "resolve_answerer",
-    "user_day",
 ]
 
 if TYPE_CHECKING:

@@ -14,11 +14,12 @@ from paperchat.assistant.ingest import IngestOps
 from paperchat.assistant.reading import ReadingOps
 from paperchat.assistant.records import PdfResult, TopicSummary
 from paperchat.assistant.standalone import check_question, llm_model, pdf_folder
-from paperchat.assistant.tables import TableOps
 from paperchat.assistant.topic_pages import TopicPageOps
 from paperchat.dates import plausible
 from paperchat.errors import NotFound, PaperchatError
 from paperchat.settings import RetrievalSettings, Settings
+from paperchat.tables.builder import TableBuilder, scope_papers
+from paperchat.tables.columns import Column, Table, column_of
 from paperchat.topics import momentum
 from paperchat.types import Answer, Hit, Paper, Scope
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from paperchat.qa import QA
 
 
-class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, TableOps):
+class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
     """An open library and what can be done with it. Build once per process; safe to share between threads
     as the library and QA are.
 
@@ -46,6 +47,7 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, Tabl
         self.library = library or Library(settings)
         self.qa = qa or QA(self.library)
         self._answerers: dict[str, Answerer] = {}
+        self._table_builder: TableBuilder | None = None
 
     @classmethod
     def open(cls, settings: Settings) -> Assistant:
@@ -117,20 +119,11 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, Tabl
 
     def search(self, question: str, scope: Scope, k: int | None = None, retrieval: RetrievalSettings | None = None) -> list[Hit]:
         """Retrieval alone (no answer): the ranked hits, with other retrieval knobs when given."""
-        return self.searcher(retrieval)(question, scope, k)
-
-    def evidence(self, question: str, scope: Scope, hits: Sequence[Hit]) -> dict[str, object]:
-        """What the passages of these hits hold of the question, as the refusal rule reads it (strength,
-        missing names ...: paperchat.answering.evidence)."""
-        return self.qa.evidence(question, scope, self.qa.sources(hits)).features()
-
-    def searcher(self, retrieval: RetrievalSettings | None = None) -> Callable[[str, Scope, int | None], list[Hit]]:
-        """A search function over this library with these retrieval knobs (keeps its caches between calls)."""
         if retrieval is None:
-            return self.qa.retriever.search
-        from paperchat.retrieval import Retriever
+            return self.qa.retriever.search(question, scope, k)
+        from paperchat.retrieval import Retriever  # heavy (the store): importing the facade stays light
 
-        return Retriever(self.library, retrieval).search
+        return Retriever(self.library, retrieval).search(question, scope, k)
 
     # -- topics ------------------------------------------------------------------------------------
 
@@ -268,3 +261,18 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps, Tabl
 
         return self.library.catalog.find_by_pdf_sha(sha256_file(path))
 
+    def comparison(self, paper_ids: Sequence[str], columns: Sequence[Column | str], progress: Callable[[int, int], None] | None = None) -> Table:
+        """Papers by columns, every cell a quote with its citation or "not stated" (cells cached in the data folder).
+
+        Raises:
+            InputError: no paper, no column, an unknown paper, or more than 50 x 12.
+        """
+        if self._table_builder is None:
+            self._table_builder = TableBuilder(self)
+        cols = [c if not isinstance(c, str) else column_of(c) for c in columns]
+        return self._table_builder.build(paper_ids, cols, progress)
+
+    def comparison_papers(self, topic: str | None = None, collection: str | None = None, papers: str | None = None,
+                          question: str | None = None, limit: int = 10) -> list[str]:
+        """The papers of a table: a topic's (or collection's) newest, the given ids, or those a topic answer cites."""
+        return scope_papers(self, topic=topic, collection=collection, papers=papers, question=question, limit=limit)

@@ -17,8 +17,7 @@ from typing import Any
 
 from paperchat.cli import ask, bench, collection, digest, doctor, evaluate, export, ingest, mcp, serve, table, topics, update
 from paperchat.cli.common import OneLineParser
-from paperchat.errors import PaperchatError
-from paperchat.launch import INTERRUPTED
+from paperchat.errors import INTERRUPTED, PaperchatError
 
 GROUPS = (ingest, update, digest, collection, topics, ask, table, evaluate, bench, doctor, export, serve, mcp)
 
@@ -46,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # (a server's Ctrl-C is how it is stopped: `serve` and `mcp` end with their own status)
         return _interrupted() if interrupted.is_set() and not getattr(args, "long_running", False) else code
     except PaperchatError as exc:
-        from paperchat.assistant import printable
+        from paperchat.text import printable
 
         print(printable(f"paperchat: error: {exc}"), file=sys.stderr)
         return 2

@@ -8,9 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import Assistant, mark_unsupported, plain, printable, user_day
+from paperchat.assistant import Assistant
+from paperchat.citations import mark_unsupported
 from paperchat.cli.common import int_in, open_assistant, settings_from
+from paperchat.dates import user_day
 from paperchat.errors import InputError, SourceError
+from paperchat.tex import plain
+from paperchat.text import printable
 from paperchat.types import Answer, Scope
 
 

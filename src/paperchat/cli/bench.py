@@ -22,6 +22,7 @@ def machine() -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run one benchmark; print its numbers (or JSON) and merge them into --out."""
     from paperchat import bench
+    from paperchat.evaluation.lab import Lab
 
     settings = settings_from(args)
     res: dict[str, Any]
@@ -39,7 +40,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rows = [json.loads(line) for line in open(args.source, encoding="utf-8") if line.strip()]
         qs = [(r["question"], r["topic"]) for r in rows if r.get("scope") == "topic"]
         assistant = open_assistant(settings)
-        papers = assistant.papers_with_pdf(args.papers)
+        papers = Lab(assistant).papers_with_pdf(args.papers)
         assistant.close()
         sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
         res = {"query": bench.bench_query_sizes(settings, qs, papers, sizes)}

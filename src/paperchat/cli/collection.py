@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import printable
 from paperchat.cli.common import open_assistant, settings_from
 from paperchat.errors import InputError
+from paperchat.text import printable
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from paperchat.assistant import Assistant, printable
+from paperchat.assistant import Assistant
 from paperchat.settings import Settings, load_settings
+from paperchat.text import printable
 
 if TYPE_CHECKING:
     from paperchat.assistant import IngestReport

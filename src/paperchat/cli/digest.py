@@ -9,8 +9,9 @@ import argparse
 import json
 from typing import Any
 
-from paperchat.assistant import printable, user_day
 from paperchat.cli.common import int_in, open_assistant, settings_from
+from paperchat.dates import user_day
+from paperchat.text import printable
 
 
 def cmd_digest(args: argparse.Namespace) -> int:

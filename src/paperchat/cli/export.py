@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from paperchat.assistant import user_day
 from paperchat.cli.common import open_assistant, settings_from
+from paperchat.dates import user_day
 from paperchat.errors import InputError
 
 

@@ -10,7 +10,7 @@ from paperchat.cli.common import settings_from
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the app; returns when it stops."""
-    from paperchat.ui.app import serve  # gradio loads only for this command
+    from paperchat.ui.serving import serve  # gradio loads only for this command
 
     serve(settings_from(args), insecure=args.insecure, demo_corpus=not args.no_demo)
     return 0

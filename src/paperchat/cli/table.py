@@ -14,7 +14,7 @@ from paperchat.errors import InputError
 
 def cmd_table(args: argparse.Namespace) -> int:
     """Build the table and print it in the chosen format (progress and timing on stderr)."""
-    from paperchat.assistant import PRESETS, column_of
+    from paperchat.tables.columns import PRESETS, column_of
 
     for flag, dest in (("topic", "topic"), ("collection", "collection_name"), ("papers", "papers"), ("question", "question")):
         if getattr(args, dest) is not None and not getattr(args, dest).strip():

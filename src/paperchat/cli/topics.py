@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import Assistant, preview_topics, printable
+from paperchat.assistant import Assistant, preview_topics
 from paperchat.cli.common import int_in, open_assistant, settings_from
 from paperchat.errors import InputError
+from paperchat.text import printable
 
 ACTIONS = ("discover", "show", "sample", "coverage", "learn")
 

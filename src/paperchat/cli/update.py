@@ -9,9 +9,9 @@ import sys
 import time
 from typing import Any
 
-from paperchat.assistant import printable
 from paperchat.cli.common import open_assistant, settings_from
 from paperchat.errors import PaperchatError
+from paperchat.text import printable
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MIN_EVERY_S = 60

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from paperchat.assistant import Assistant
+from paperchat.evaluation.lab import Lab
 from paperchat.evaluation.questions import Question
 from paperchat.evaluation.runner import EVAL_K, question_scope
 
@@ -27,14 +28,14 @@ from paperchat.evaluation.runner import EVAL_K, question_scope
 def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path | None, evidence: bool = False) -> list[dict[str, Any]]:
     """Each question with its best dense score over the passages retrieval offers (and, with `evidence`,
     the evidence strength and the missing names its passages give: paper questions only)."""
-    search = assistant.searcher(assistant.settings.retrieval)  # a retriever of its own, as the QA's would be
+    search = Lab(assistant).searcher(assistant.settings.retrieval)  # a retriever of its own, as the QA's would be
     rows = []
     for q in questions:
         scope = question_scope(assistant, q, data)
         hits = search(q.question, scope, EVAL_K)
         row: dict[str, Any] = {"id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)}
         if evidence and q.scope == "paper" and hits:
-            ev = assistant.evidence(q.question, scope, hits)
+            ev = Lab(assistant).evidence(q.question, scope, hits)
             row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]), asked=ev["asked"], measured=ev["measured"])  # type: ignore[call-overload]
         rows.append(row)
     return rows

@@ -10,7 +10,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-from paperchat.assistant import Tokenizer, normalize_for_match, parse_citations, split_sentences
+from paperchat.citations import parse_citations
+from paperchat.text import Tokenizer, normalize_for_match, split_sentences
 
 Metric = tuple[float, str]
 

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from paperchat import __version__
-from paperchat.assistant import Assistant, Failure, percentile
+from paperchat.assistant import Assistant, Failure
 from paperchat.errors import ConfigError, PaperchatError
 from paperchat.evaluation import metrics as M
 from paperchat.evaluation.questions import Question, load_judgments, load_set
 from paperchat.settings import PROJECT_ROOT, Settings
+from paperchat.text import percentile
 from paperchat.types import Answer, Scope
 
 EVAL_K = 10  # sources per question: recall@10 needs ten

@@ -20,6 +20,7 @@ from typing import Any
 
 from paperchat.assistant import Assistant
 from paperchat.evaluation import metrics as M
+from paperchat.evaluation.lab import Lab
 from paperchat.evaluation.questions import Judgments, Question
 from paperchat.evaluation.runner import question_scope
 from paperchat.settings import RetrievalSettings
@@ -31,7 +32,7 @@ def retrieval_metrics(
     assistant: Assistant, params: RetrievalSettings, questions: Sequence[Question], data: Path | None, judged: Judgments | None = None
 ) -> dict[str, dict[str, float]]:
     """Question id -> retrieval metrics for one parameter set (judged precision@10 where `judged` has the question)."""
-    search = assistant.searcher(params)
+    search = Lab(assistant).searcher(params)
     out: dict[str, dict[str, float]] = {}
     for q in questions:
         if q.unanswerable:

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paperchat.table import Column, TableBuilder, column_of
-from paperchat.table_model import answers, ingest_gold_papers, letters_and_digits, read_gold
+from paperchat.tables.builder import TableBuilder
+from paperchat.tables.cells import answers, letters_and_digits
+from paperchat.tables.columns import Column, column_of
+from paperchat.tables.train import ingest_gold_papers, read_gold
 
 if TYPE_CHECKING:
     from paperchat.assistant import Assistant

@@ -20,7 +20,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import Field
 
-from paperchat.assistant import Assistant, user_day
+from paperchat.assistant import Assistant
+from paperchat.dates import user_day
 from paperchat.errors import PaperchatError
 from paperchat.types import Answer, Paper, Scope
 

@@ -18,9 +18,8 @@ from paperchat.types import Scope
 from paperchat.ui import handlers as h
 from paperchat.ui.assets import CSS, JS
 from paperchat.ui.render import md_text
-from paperchat.ui.serving import allowed_paths, exposure_auth, launch_options, serve
 
-__all__ = ["allowed_paths", "build_app", "exposure_auth", "launch_options", "serve", "show_page"]
+__all__ = ["build_app", "show_page"]
 
 EVAL_RESULTS = PROJECT_ROOT / "eval" / "results"
 
@@ -292,7 +291,7 @@ def _compare_tab(core: Assistant) -> _CompareTab:
     """Compare: papers by columns you choose, every cell a quote that opens the paper at its page."""
     import gradio as gr
 
-    from paperchat.assistant import PRESETS
+    from paperchat.tables.columns import PRESETS
 
     names = [c.name for c in PRESETS["empirical"]]
     ids = gr.Textbox(label="Papers (ids, comma-separated: filled from a topic, an answer or a paper's page)", elem_id="pc-compare-ids")

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from paperchat.assistant import Assistant, PdfResult, user_day
+from paperchat.assistant import Assistant, PdfResult
+from paperchat.dates import user_day
 from paperchat.errors import PaperchatError
 from paperchat.types import Answer, Scope
 from paperchat.ui.render import abs_link, answer_markdown, md_plain, md_text, render, sources_panel, weekly_bars
@@ -103,7 +104,7 @@ def cited_ids(history: list[dict[str, Any]]) -> list[str]:
 def compare_table(core: Assistant, ids: list[str], columns: list[str], sort: str = "", progress: Any = None) -> str:
     """The Compare view's html: the table, with CSV and Markdown download links; an error in words when it
     cannot be built."""
-    from paperchat.assistant import column_of
+    from paperchat.tables.columns import column_of
 
     try:
         cols = [column_of(c) for c in columns]

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from paperchat.assistant import CITATION, Momentum, mark_unsupported, parse_group, plain
+from paperchat.assistant import Momentum
+from paperchat.citations import CITATION, mark_unsupported, parse_group
+from paperchat.tex import plain
 from paperchat.types import Answer, Paper, is_arxiv_id
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from paperchat.assistant import Assistant, pdf_folder
 from paperchat.errors import PaperchatError
 from paperchat.settings import Settings
+from paperchat.ui.app import build_app
 
 
 def exposure_auth(settings: Settings, insecure: bool = False) -> tuple[str, str] | None:
@@ -77,8 +78,6 @@ def serve(settings: Settings, insecure: bool = False, demo_corpus: bool = True) 
     adopted, unlinked = core.adopt_legacy_pdfs()  # stores made before the app kept its own copies
     if adopted or unlinked:
         print(f"PDF copies: {adopted} copied into {settings.uploads_dir}; {unlinked} not found or changed (not linked)")
-    from paperchat.ui.app import build_app
-
     demo = build_app(settings, core)
     # the app serves its own PDF copies and nothing else (not the folders the PDFs came from)
     demo.launch(server_name=settings.host, server_port=port, auth=auth, footer_links=["api"], **launch_options(settings))

@@ -1,0 +1,116 @@
+"""The cell picker: which candidate sentence answers a table column, learned from cells written by reading.
+
+The sentence reader (models/reader-sentence) was trained on specific questions ("which learning rate ..."); a
+column's question is generic ("Which datasets are used?") and the reader alone picks the right sentence for
+about one cell in nine. The cell picker adds what a column is: for each preset column, a prototype (the mean
+MiniLM vector of the training cells' evidence sentences), and a logistic regression over
+- the reader's logit for (column question, sentence) with its neighbours,
+- the cosine of the sentence to the column's question and to the column's prototype,
+- where the sentence is (abstract, page 1, relative page) and what it holds (a number, a URL),
+trained on eval/table_train.jsonl (34 papers: 7 PDFs and 27 abstracts, none of the evaluation's 24). A
+candidate is positive when it is one of the cell's evidence sentences (half of its content words on a gold
+page) or holds the gold value. The cell's best candidate below `not_stated_below` (chosen on the training
+cells) makes the cell "not stated".
+
+`python -m paperchat.tables.train --data ../shared/data` trains and writes models/table-cells/model.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paperchat.settings import PROJECT_ROOT
+from paperchat.tables.columns import Column
+
+MODEL_DIR = PROJECT_ROOT / "models" / "table-cells"
+FEATURES = ["reader", "cos_question", "cos_prototype", "abstract", "first_page", "page_frac", "number", "url", "length", "position", "lead"]
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an and are as at be by for from in is it its of on or the this that to was were with we our".split())
+_URL = re.compile(r"https?://|github|\.com\b|\.org\b|available at|publicly available|release", re.I)
+_NUM = re.compile(r"\d")
+
+
+def letters_and_digits(text: str) -> str:
+    """Lower-case letters and digits only (NFKC first: ligatures and wide forms become letters), to compare quotes."""
+    return "".join(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(unicodedata.normalize("NFKC", text).lower())) - _STOP
+
+
+def answers(text: str, page: int | None, gold: dict[str, Any]) -> bool:
+    """Whether a candidate sentence is a gold cell's answer: it holds the gold value (or an alias), or it is one
+    of the evidence sentences (half of its content words or more, on a gold page or in the abstract)."""
+    if gold.get("not_stated"):
+        return False
+    q = letters_and_digits(text)
+    if any(letters_and_digits(v) and letters_and_digits(v) in q for v in [gold.get("gold_answer", ""), *gold.get("answer_aliases", [])]):
+        return True
+    pages = gold.get("gold_pages") or []
+    for ev in gold.get("evidence", []):
+        w = _words(ev)
+        if w and len(w & _words(text)) / len(w) >= 0.5 and (not pages or page is None or page in pages):
+            return True
+    return False
+
+
+@dataclass
+class CellModel:
+    """Prototypes per column name, the logistic regression's weights, and the not-stated threshold."""
+
+    prototypes: dict[str, np.ndarray]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    bias: float
+    not_stated_below: float
+
+    def features(self, column: Column, texts: list[str], pages: list[int | None], reader: np.ndarray, vectors: np.ndarray, qvec: np.ndarray, n_pages: int,
+                 positions: list[int] | None = None) -> np.ndarray:
+        """One row of FEATURES per candidate (vectors and qvec unit-length; positions: each sentence's index in its
+        chunk, the abstract's title being 0)."""
+        pos = positions if positions is not None else [5] * len(texts)
+        proto = self.prototypes.get(column.name)
+        cos_p = vectors @ proto if proto is not None else np.zeros(len(texts), dtype=np.float32)
+        rows = [
+            [float(reader[i]), float(vectors[i] @ qvec), float(cos_p[i]), float(p is None), float(p == 1),
+             (p or 0) / max(n_pages, 1), float(bool(_NUM.search(t))), float(bool(_URL.search(t))), min(len(t), 400) / 400,
+             min(pos[i], 20) / 20, float(pos[i] <= 1)]
+            for i, (t, p) in enumerate(zip(texts, pages, strict=True))
+        ]
+        return np.asarray(rows, dtype=np.float32)
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """The logistic regression's logit per row."""
+        return ((x - self.mean) / self.scale) @ self.coef + self.bias
+
+    def save(self, folder: Path, meta: dict[str, Any]) -> None:
+        """model.json (weights) and training.json (what it was trained on, with its numbers)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "features": FEATURES, "prototypes": {k: v.round(6).tolist() for k, v in self.prototypes.items()},
+            "mean": self.mean.tolist(), "scale": self.scale.tolist(), "coef": self.coef.tolist(), "bias": self.bias,
+            "not_stated_below": self.not_stated_below,
+        }
+        (folder / "model.json").write_text(json.dumps(data))
+        (folder / "training.json").write_text(json.dumps(meta, indent=1))
+
+    @classmethod
+    def load(cls, folder: Path = MODEL_DIR) -> CellModel | None:
+        """The trained model, or None when it is not there (the reader alone picks then)."""
+        path = folder / "model.json"
+        if not path.exists():
+            return None
+        d = json.loads(path.read_text())
+        if d.get("features") != FEATURES:
+            return None
+        return cls({k: np.asarray(v, dtype=np.float32) for k, v in d["prototypes"].items()}, np.asarray(d["mean"], dtype=np.float32),
+                   np.asarray(d["scale"], dtype=np.float32), np.asarray(d["coef"], dtype=np.float32), float(d["bias"]), float(d["not_stated_below"]))
