@@ -23,7 +23,7 @@ def test_bench_query_subset_and_naive(built_library: Library, tmp_path: Path) ->
     abstracts = len(sub.store.ids_of_kind("abstract"))
     pdf_chunks = len(built_library.store.ids_of_kind("pdf"))
     assert abstracts == 50 and sub.store.count() == 50 + pdf_chunks
-    assert sorted(sub.ready_lexical().ids) == sorted(sub.store.all_ids())
+    assert sorted(sub.ready_index().ids) == sorted(sub.store.all_ids())
     assert len(sub.store.ids_in_topic("rag")) > 0
     sub.close()
     built_library.close()

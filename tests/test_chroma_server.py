@@ -114,7 +114,7 @@ def test_ingest_and_ask_round_trip_on_the_server(server_library: Library, sample
     ans = qa.ask("How are negative passages chosen for training?", Scope.for_paper("2004.04906"))
     assert ans.citations and {c.paper_id for c in ans.citations} == {"2004.04906"}
     assert any(c.page for c in ans.citations)
-    lex = server_library.ready_lexical()
+    lex = server_library.ready_index()
     ids = server_library.store.all_ids()
     assert sorted(lex.ids) == sorted(ids)
 

@@ -112,7 +112,7 @@ def reopen(data: Path, embedder: CountingEmbedder) -> Library:
 def consistent(lib: Library) -> None:
     """Catalogue, store and lexical index agree."""
     ids = sorted(lib.store.all_ids())
-    assert ids and sorted(lib.ready_lexical().ids) == ids
+    assert ids and sorted(lib.ready_index().ids) == ids
     assert not lib.check()
     assert doctor.check(lib.settings, lib.embedder).ok
 
@@ -202,7 +202,7 @@ def test_damaged_lexical_files_rebuild_themselves(data: Path, embedder: Counting
     lib = reopen(data, embedder)
     assert doctor.check(lib.settings, embedder).problems  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING, logger="paperchat"):
-        snap = lib.ready_lexical()
+        snap = lib.ready_index()
     assert any("lexical index" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
     assert snap.search("language model", 5)
     consistent(lib)
@@ -388,7 +388,7 @@ def test_concurrent_cli_ingests(tmp_path: Path, shared: Path) -> None:
     lib = Library(make_settings(data))
     ids = sorted(lib.store.all_ids())
     assert len(ids) == 5 and lib.catalog.count() == 5
-    assert sorted(lib.ready_lexical().ids) == ids
+    assert sorted(lib.ready_index().ids) == ids
     lib.close()
 
 

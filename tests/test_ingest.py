@@ -48,7 +48,7 @@ def test_store_counts_and_scopes(demo_library: Library) -> None:
     for t in lib.topics.topics:
         assert _papers_in_topic_scope(lib, t.slug) == set(lib.catalog.topic_papers(t.slug)), t.slug
     # the lexical index agrees with the store
-    assert sorted(lib.ready_lexical().ids) == sorted(ids)
+    assert sorted(lib.ready_index().ids) == sorted(ids)
 
 
 def test_reingest_embeds_nothing(demo_library: Library, counted: CountingEmbedder, tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_changed_text_replaces_old_chunk(demo_library: Library, counted: Countin
     assert demo_library.store.count() == before
     (chunk,) = demo_library.store.get_chunks(demo_library.store.ids_of_paper(rec["id"])).values()
     assert chunk.text.endswith("We also release code.")
-    assert chunk.id in set(demo_library.ready_lexical().ids)
+    assert chunk.id in set(demo_library.ready_index().ids)
 
 
 def test_remove_paper(demo_library: Library) -> None:
@@ -104,7 +104,7 @@ def test_remove_paper(demo_library: Library) -> None:
     assert n == len(PAPER_PAGES) + 1
     assert demo_library.catalog.get(PAPER_ID) is None
     assert not demo_library.store.ids_of_paper(PAPER_ID)
-    assert PAPER_ID not in set(demo_library.ready_lexical().paper_ids)
+    assert PAPER_ID not in set(demo_library.ready_index().paper_ids)
     assert Ingester(demo_library).remove_paper(PAPER_ID) == -1  # unknown now
 
 
@@ -135,7 +135,7 @@ def test_topic_rules_change_updates_metadata_only(
     topics = tmp_path / "topics.toml"
     topics.write_text('[[topic]]\nslug = "transformers"\nname = "T"\ndescription = "d"\nany = ["transformer*"]\n')
     settings = demo_library.settings.model_copy(update={"topics_file": topics})
-    vectors = demo_library.ready_lexical().vectors.copy()  # type: ignore[union-attr]
+    vectors = demo_library.ready_index().vectors.copy()  # type: ignore[union-attr]
     rag_before = sorted(demo_library.store.ids_in_topic("rag"))
     demo_library.close()
     lib = Library(settings, embedder=counted)  # type: ignore[arg-type]
@@ -151,7 +151,7 @@ def test_topic_rules_change_updates_metadata_only(
         assert 10 < len(members) < DEMO_PAPERS and lib.catalog.topic_papers("rag") == []
         assert _papers_in_topic_scope(lib, "transformers") == members
         assert not lib.store.ids_in_topic("rag")
-        assert (lib.ready_lexical().vectors == vectors).all()  # type: ignore[union-attr]  # the same vectors
+        assert (lib.ready_index().vectors == vectors).all()  # type: ignore[union-attr]  # the same vectors
     finally:
         lib.close()
 
@@ -207,7 +207,7 @@ def test_pdfs_embedded_together_are_stored_as_one_by_one(tmp_path: Path, counted
             assert not rep.failures, rep.failed
             added += rep.chunks_added
         ids = sorted(lib.store.all_ids())
-        assert sorted(lib.ready_lexical().ids) == ids and lib.catalog.count() == len({lib.store.get_chunks([i])[i].paper_id for i in ids})
+        assert sorted(lib.ready_index().ids) == ids and lib.catalog.count() == len({lib.store.get_chunks([i])[i].paper_id for i in ids})
         lib.close()
         return ids, added
 

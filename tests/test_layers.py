@@ -31,7 +31,7 @@ VOCABULARY = (
 LAYERS: list[tuple[str, ...]] = [
     VOCABULARY,
     ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns"),  # reading text; the backends (embedders, answerers)
-    ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields"),  # storage
+    ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields", "paperchat.writer"),  # storage
     ("paperchat.library",),  # the open stores together
     ("paperchat.retrieval", "paperchat.discovery", "paperchat.digest", "paperchat.foryou", "paperchat.importing", "paperchat.bibtex",
      "paperchat.ingestion", "paperchat.demo", "paperchat.feed", "paperchat.doctor", "paperchat.reader"),  # what is done with a library
@@ -210,7 +210,8 @@ def _layer(module: str) -> int:
     best, rank = "", -1
     for i, layer in enumerate(LAYERS):
         for prefix in layer:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            inside = module == prefix or (prefix != "paperchat" and module.startswith(prefix + "."))  # "paperchat": its __init__ only
+            if inside and len(prefix) > len(best):
                 best, rank = prefix, i
     return rank
 

@@ -42,7 +42,7 @@ def test_twenty_sessions_and_an_upload(tmp_path: Path, embedder: CountingEmbedde
     settings = make_settings(tmp_path / "demo", retrieval=RetrievalSettings(topic_outside_weight=0.0))
     lib = Library(settings, embedder=embedder)  # type: ignore[arg-type]
     ensure_demo(lib, show_progress=False)
-    lib.ready_lexical()
+    lib.ready_index()
     topics = [t.slug for t in lib.topics.topics]
     demo_qs = [json.loads(line) for line in open(ROOT / "eval" / "demo_questions.jsonl", encoding="utf-8")]
     q_by_topic = {q["topic"]: q["question"] for q in demo_qs}

@@ -48,7 +48,7 @@ def test_hyphenated_words_meet_their_joined_form() -> None:
 
 def test_scope_idf_weighs_words_by_their_rarity_inside_the_scope(built_library: Library) -> None:
     """With scope_idf=1 a word's BM25 weight is its IDF among the scope's chunks, not the whole store's."""
-    lex = built_library.ready_lexical()
+    lex = built_library.ready_index()
     mask = lex.scope_mask(paper_id="2005.11401")
     assert mask is not None
     n_all, n_scope = len(lex.ids), int(mask.sum())
@@ -73,9 +73,9 @@ def test_lexical_index_built_by_an_older_tokenizer_is_rebuilt(built_store: Path,
     (current / "tokenizer.txt").write_text("1")
     lib = Library(make_settings(copy), embedder=embedder)  # type: ignore[arg-type]
     try:
-        snap = lib.ready_lexical()
+        snap = lib.ready_index()
         assert snap.name != current.name and snap.tokenizer_version == Tokenizer.VERSION
-        assert dict(lib.ready_lexical().search("pretrained", 5))  # joined forms are in the rebuilt index
+        assert dict(lib.ready_index().search("pretrained", 5))  # joined forms are in the rebuilt index
     finally:
         lib.close()
 
@@ -102,7 +102,7 @@ def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_questi
     question = "How do retrieval-augmented models handle conflicting knowledge?"
     on = Retriever(built_library)
     off = Retriever(built_library, built_library.settings.retrieval.model_copy(update={"feedback_chunks": 0}))
-    lex = built_library.ready_lexical()
+    lex = built_library.ready_index()
     qv = built_library.embedder.embed_query(question)
     topic, paper = Scope.for_topic("rag"), Scope.for_paper("2005.11401")
     lexical = lex.search(question, 100, lex.scope_mask(topic="rag"), on.params.scope_idf)

@@ -145,7 +145,7 @@ def test_ray_ingest_is_the_local_ingest(local_ingest: tuple[Library, IngestRepor
     # the same catalogue rows, and a BM25 index built from the server's store that holds every chunk
     ids = sorted({c.paper_id for c in local_chunks.values()})  # type: ignore[attr-defined]
     assert lib.catalog.hashes(ids) == local.catalog.hashes(ids) and lib.catalog.count() == local.catalog.count() == 300
-    assert not lib.lexical.is_dirty() and sorted(lib.ready_lexical().ids) == sorted(local_chunks)
+    assert not lib.search_index.is_dirty() and sorted(lib.ready_index().ids) == sorted(local_chunks)
     # the same answers: sources in the same order, the same text and citations
     for question, topic in _topic_questions():
         a = assistant.ask(question, Scope.for_topic(topic))
@@ -175,12 +175,12 @@ def test_ray_rerun_adds_nothing_and_an_interrupted_run_completes(local_ingest: t
     for pid in lost:
         lib.catalog.remove_paper(pid)
     lib.store.delete([hashes[pid][0] for pid in lost[:40]])
-    lib.lexical.mark_dirty()
+    lib.search_index.mark_dirty()
     assert lib.store.count() == 260 and lib.catalog.count() == 200
     done = assistant.ingest_papers_on_ray(read_records(sample_jsonl), ray_address, workers=WORKERS, batch=BATCH)
     assert (done.chunks_added, done.chunks_skipped, done.failed) == (40, 260, [])  # embedded once, nothing twice
     assert sorted(lib.store.all_ids()) == before and lib.catalog.hashes(papers) == local.catalog.hashes(papers)
-    assert not lib.lexical.is_dirty() and sorted(lib.ready_lexical().ids) == before
+    assert not lib.search_index.is_dirty() and sorted(lib.ready_index().ids) == before
 
 
 @pytest.mark.slow

@@ -238,7 +238,7 @@ print("done", flush=True)
 
 def _ids(lib: Library) -> tuple[list[str], list[str]]:
     ids = lib.store.all_ids()
-    return ids, sorted(lib.ready_lexical().ids)
+    return ids, sorted(lib.ready_index().ids)
 
 
 @pytest.mark.slow

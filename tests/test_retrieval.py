@@ -109,7 +109,7 @@ def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> 
 def test_title_field_scores_papers_by_their_titles(demo_library: Library) -> None:
     """The title field gives every chunk its paper's title BM25: the paper whose title is the query scores
     highest, and chunks of papers with none of the words score 0."""
-    lex = demo_library.ready_lexical()
+    lex = demo_library.ready_index()
     titles = demo_library.catalog.titles()
     field = TitleField(lex, titles)
     pid = next(iter(sorted(titles)))

@@ -39,6 +39,7 @@ from paperchat.settings import Settings
 from paperchat.store import StoredChunk, VectorStore, forget_client
 from paperchat.topics import TopicSet
 from paperchat.types import Embedder, Paper
+from paperchat.writer import Writer
 
 REPAIR = "paperchat doctor --repair"
 
@@ -145,7 +146,7 @@ def check(settings: Settings, embedder: Embedder | None = None) -> Health:
                 health.problems.append(f"{len(diff.orphans)} papers in the vector store are not in the catalogue")
             if papers and catalog.get_meta("topics_hash") != TopicSet.load(settings.topics_file).hash:
                 health.problems.append(f"topic membership is out of date (the rules in {settings.topics_file} changed)")
-        lexical = SearchIndex(settings.lexical_dir).load_problem(store)
+        lexical = SearchIndex(settings.search_index_dir).load_problem(store)
         if lexical:
             health.problems.append(lexical)
         mirror = catalog.read_mirror()
@@ -249,12 +250,14 @@ def repair(settings: Settings, embedder: Embedder | None = None) -> RepairReport
         _open_store(settings, emb, report)
         lib = Library(settings, embedder=emb)
         try:
-            synced = lib.sync_topics()
-            if synced.synced:
-                report.actions.append(synced.describe())
-            if _refill(lib, recreated, report):
-                _restore_discovery(lib, report)
-            lib.lexical.rebuild(lib.store)
+            with lib.writing() as writer:
+                synced = lib.sync_topics()
+                if synced.synced:
+                    report.actions.append(synced.describe())
+                if _refill(lib, writer, recreated, report):
+                    _restore_discovery(lib, report)
+                writer.mark_dirty()  # a repair rebuilds the index from the store, whatever it changed
+                writer.finish()
             report.actions.append(f"rebuilt the lexical index ({lib.store.count()} chunks)")
             restored = lib.catalog.restore_user_lists() if recreated else 0  # a healthy catalogue is the truth: a stale mirror must not undo unfollows
             if restored:
@@ -294,7 +297,7 @@ def _restore_discovery(lib: Library, report: RepairReport) -> None:
         )
 
 
-def _refill(lib: Library, recreated: bool, report: RepairReport) -> bool:
+def _refill(lib: Library, writer: Writer, recreated: bool, report: RepairReport) -> bool:
     """Make the catalogue and the store agree; True when the paper rows were rebuilt from the store."""
     inv = Inventory.of(lib.store)
     copies = lib.settings.uploads_dir.is_dir() and any(lib.settings.uploads_dir.glob("*.pdf"))
@@ -305,12 +308,11 @@ def _refill(lib: Library, recreated: bool, report: RepairReport) -> bool:
         _rows_from_store(lib, inv, report)
     diff = compare(lib.catalog, inv)
     if diff.orphans and not recreated:
-        lib.lexical.mark_dirty()
         ids = lib.store.ids_of_papers(diff.orphans)
-        lib.store.delete(ids)
+        writer.delete(ids)
         report.actions.append(f"dropped {len(ids)} chunks of {len(diff.orphans)} papers the catalogue does not list")
     if diff.missing_abstracts:
-        _reembed_abstracts(lib, diff.missing_abstracts, report)
+        _reembed_abstracts(lib, writer, diff.missing_abstracts, report)
     _reingest_pdfs(lib, diff.missing_pdfs, report)
     return rebuilt
 
@@ -354,15 +356,14 @@ def _rows_from_store(lib: Library, inv: Inventory, report: RepairReport) -> None
         report.need_pdf.extend(pdf_only)
 
 
-def _reembed_abstracts(lib: Library, paper_ids: list[str], report: RepairReport) -> None:
+def _reembed_abstracts(lib: Library, writer: Writer, paper_ids: list[str], report: RepairReport) -> None:
     papers = lib.catalog.get_many(paper_ids)
     todo: list[tuple[Paper, Any]] = [(p, c) for p in papers.values() if (c := abstract_chunk(p)) is not None]
-    lib.lexical.mark_dirty()
     for i in range(0, len(todo), 512):
         part = todo[i : i + 512]
         chunks = [c for _, c in part]
         vectors = lib.embedder.embed([c.text for c in chunks], lib.settings.batch_size)
-        lib.store.upsert([StoredChunk.of(c, p.date, p.topics) for p, c in part], vectors)
+        writer.upsert([StoredChunk.of(c, p.date, p.topics) for p, c in part], vectors)
         lib.catalog.upsert_papers(((p, c.id, p.topics) for p, c in part), arrived=False)  # re-embedded, not new
     report.actions.append(f"re-embedded {len(todo)} abstract chunks from the catalogue")
 

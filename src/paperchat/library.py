@@ -22,6 +22,7 @@ from paperchat.settings import Settings
 from paperchat.store import VectorStore
 from paperchat.topics import TopicSet, week_start
 from paperchat.types import Embedder
+from paperchat.writer import Writer
 
 WEEKLY_COUNTS_KEY = "weekly_counts"
 LOCK_FILE = "ingest.lock"
@@ -117,7 +118,8 @@ class Library:
         self._writes_seen = _read_lock(settings.data_dir / LOCK_FILE)[1]  # read before the store opens
         self.store = VectorStore(settings, self.embedder)
         self.catalog = Catalog(settings.catalog_path)
-        self.lexical = SearchIndex(settings.lexical_dir)
+        self.search_index = SearchIndex(settings.search_index_dir)
+        self._writer: Writer | None = None
         self.warnings: list[str] = self.check()
         if self.topics_out_of_date():
             _log.warning(
@@ -126,17 +128,26 @@ class Library:
             )
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
-        """Hold the writer lock; first reopen the store when another process wrote since it was opened
-        (Chroma's in-memory index would not know that process's chunks)."""
+    def writing(self) -> Iterator[Writer]:
+        """Hold the writer lock and yield the write unit (`paperchat.writer.Writer`) every store change goes
+        through; first reopen the store when another process wrote since it was opened (Chroma's in-memory
+        index would not know that process's chunks). On a normal exit the writer finishes (the search index is
+        brought up to date); after an exception the index stays marked dirty, and the next reader rebuilds it."""
         with writer_lock(self.settings.data_dir) as before:
-            if _depth.get(str((self.settings.data_dir / LOCK_FILE).resolve()), 0) > 1:
-                yield  # nested inside this thread's own hold: nobody else wrote, never reload the store here
+            nested = _depth.get(str((self.settings.data_dir / LOCK_FILE).resolve()), 0) > 1
+            if nested and self._writer is not None:
+                yield self._writer  # inside this library's own hold: the same write unit
                 return
-            if before != self._writes_seen:
-                self.store.reload()
-            self._writes_seen = before + 1
-            yield
+            if not nested:  # nested inside this thread's hold (another Library): nobody else wrote, never reload here
+                if before != self._writes_seen:
+                    self.store.reload()
+                self._writes_seen = before + 1
+            self._writer = Writer(self.store, self.search_index)
+            try:
+                yield self._writer
+                self._writer.finish()
+            finally:
+                self._writer = None
 
     def check(self) -> list[str]:
         """Cheap open-time check that the store and the catalogue agree (counts and a sample of abstract
@@ -171,21 +182,21 @@ class Library:
         if self.catalog.count() == 0:
             self.catalog.set_meta("topics_hash", self.topics.hash)
             return TopicSync()
-        with self.writing():
-            result = self._sync_topics()
+        with self.writing() as writer:
+            result = self._sync_topics(writer)
         if result.synced:
             _log.warning(f"paperchat: {result.describe()}")
         return result
 
-    def _sync_topics(self) -> TopicSync:
+    def _sync_topics(self, writer: Writer) -> TopicSync:
         if self.catalog.get_meta("topics_hash") == self.topics.hash:
             return TopicSync()  # another process synced them while this one waited
         before = self.catalog.topic_counts()
         memberships = {p.id: self.topics.match(p) for p in self.catalog.iter_papers()}
-        self.lexical.mark_dirty()
+        writer.mark_dirty()  # flags change in place: the index is rebuilt from the store
         chunks = self.store.set_topic_flags(memberships, [t.slug for t in self.topics.topics])
         self.catalog.replace_all_topics(memberships)
-        self.lexical.rebuild(self.store)
+        writer.finish()
         self.catalog.set_meta("topics_hash", self.topics.hash)
         after = Counter(t for ts in memberships.values() for t in ts)
         counts = {t: (before.get(t, 0), after.get(t, 0)) for t in set(before) | set(after) if before.get(t, 0) != after.get(t, 0)}
@@ -208,6 +219,6 @@ class Library:
         data = json.loads(path.read_text())
         self.catalog.set_meta(WEEKLY_COUNTS_KEY, json.dumps({str(k): int(v) for k, v in data.items()}))
 
-    def ready_lexical(self) -> SearchSnapshot:
-        """The lexical index, consistent with the store (see SearchIndex.ensure)."""
-        return self.lexical.ensure(self.store)
+    def ready_index(self) -> SearchSnapshot:
+        """The search index, consistent with the store (see SearchIndex.ensure)."""
+        return self.search_index.ensure(self.store)

@@ -118,7 +118,7 @@ class QA:
         reading = self.extractive.read(query, sources, paper=scope.kind == "paper")
         counts: dict[str, int] | None = None
         if scope.kind == "paper" and scope.paper_id:
-            lex = self.lib.ready_lexical()
+            lex = self.lib.ready_index()
             mask = lex.scope_mask(paper_id=scope.paper_id)
             if mask is not None and mask.any():
                 counts = scope_counts(query, reading.focus, lex.scores, mask, self.extractive.tokenizer)

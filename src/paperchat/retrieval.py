@@ -282,7 +282,7 @@ class Retriever:
         p = self.params
         k = k or p.k
         t0 = time.perf_counter()
-        lex = self.lib.ready_lexical()
+        lex = self.lib.ready_index()
         qv = self.lib.embedder.embed_query(query)
         t1 = time.perf_counter()
         # collections and discovered topics are hard filters on their papers (imported, or tagged)

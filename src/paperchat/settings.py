@@ -301,7 +301,7 @@ class Settings(BaseSettings):
         return self.data_dir / "catalog.sqlite"
 
     @property
-    def lexical_dir(self) -> Path:
+    def search_index_dir(self) -> Path:
         """The search index snapshots."""
         return self.data_dir / "lexical"
 

@@ -66,7 +66,7 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
 
     def ready(self) -> None:
         """Load the search index now (consistent with the store), not on the first question."""
-        self.library.ready_lexical()
+        self.library.ready_index()
 
     def warm_up(self) -> None:
         """Load the embedding model now, not on the first question."""

@@ -93,7 +93,7 @@ def abstract_vectors(lib: Library) -> tuple[list[str], np.ndarray]:
     A paper's abstract chunk id is its abstract_hash, so this picks exactly one vector per paper that has an
     abstract, and no PDF chunk.
     """
-    snap = lib.ready_lexical()
+    snap = lib.ready_index()
     if snap.vectors is None:
         raise InputError("the search index holds no vectors", "run `paperchat doctor --repair` to rebuild it")
     ids, rows = [], []
@@ -347,7 +347,7 @@ def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings |
             return 0
     s = settings or settings_of_last_run(lib)
     topics = lib.catalog.discovered()
-    snap = lib.ready_lexical()
+    snap = lib.ready_index()
     if snap.vectors is None:
         return 0
     hashes = lib.catalog.hashes(paper_ids)

@@ -30,7 +30,7 @@ def build_quality_corpus(source: Path, sets: Sequence[Path], out_dir: Path, full
         for q in qs:
             gold.update(q.gold_papers)
     papers = {p.id: p for p in read_records(source) if isinstance(p, Paper)}
-    snap = full.ready_lexical()
+    snap = full.ready_index()
     if snap.vectors is None:
         raise ValueError("the full store's search snapshot keeps no vectors")
     stored = {pid for pid, p in papers.items() if (c := abstract_chunk(p)) is not None and c.id in snap.pos}

@@ -91,23 +91,23 @@ class Lab:
         lib.sync_topics()  # a new store: records the rules' hash, so the copied rows count as synced
         kept_abstracts = 0
         papers: set[str] = set()
-        for batch in self.library.store.iter_all(vectors=True):
-            keep = []
-            for i, c in enumerate(batch.chunks):
-                if c.kind == "abstract":
-                    if n_abstracts is not None and kept_abstracts >= n_abstracts:
-                        continue
-                    kept_abstracts += 1
-                keep.append(i)
-            if keep and batch.vectors is not None:
-                lib.store.upsert([batch.chunks[i] for i in keep], batch.vectors[keep])
-                papers.update(batch.chunks[i].paper_id for i in keep)
-        got = self.library.catalog.get_many(papers)
-        lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
-        for p in got.values():
-            if p.pdf_path:
-                lib.catalog.set_pdf(p, p.pdf_path, "", "", p.topics)
-        lib.lexical.rebuild(lib.store)
+        with lib.writing() as writer:  # its finish builds the new library's search index
+            for batch in self.library.store.iter_all(vectors=True):
+                keep = []
+                for i, c in enumerate(batch.chunks):
+                    if c.kind == "abstract":
+                        if n_abstracts is not None and kept_abstracts >= n_abstracts:
+                            continue
+                        kept_abstracts += 1
+                    keep.append(i)
+                if keep and batch.vectors is not None:
+                    writer.upsert([batch.chunks[i] for i in keep], batch.vectors[keep])
+                    papers.update(batch.chunks[i].paper_id for i in keep)
+            got = self.library.catalog.get_many(papers)
+            lib.catalog.upsert_papers((p, None, p.topics) for p in got.values())
+            for p in got.values():
+                if p.pdf_path:
+                    lib.catalog.set_pdf(p, p.pdf_path, "", "", p.topics)
         return Lab(Assistant(dst, library=lib))
 
     def chroma_collection(self) -> tuple[Path, str]:

@@ -173,7 +173,7 @@ class RayIngester(Ingester):
             return
         ref = None
         if batch.new:
-            self._mark_dirty()  # before any chunk reaches the store: a killed run leaves the index dirty
+            self._writer.mark_dirty()  # before any chunk reaches the store (the workers write it): a killed run leaves the index dirty
             ref = self._start_workers()[self._sent % self.n_workers].embed_and_store.remote(batch.new)
             self._sent += 1
         self._pending.append((batch, ref))

@@ -1,15 +1,16 @@
 """The ingest pipeline: skip what is stored (before embedding), embed the rest in batches, write the store,
-then the catalogue, then rebuild the lexical index.
+then the catalogue, then bring the search index up to date (through the write unit, paperchat.writer).
 
 Order matters for `kill -9`: chunks go to Chroma first (ids are content hashes, so a repeat is a no-op),
-the catalogue row is written after its chunks, and the lexical index is marked dirty before Chroma changes
+the catalogue row is written after its chunks, and the search index is marked dirty before Chroma changes
 and rebuilt at the end. A rerun therefore finishes a killed run with no duplicate and no missing chunk.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from paperchat.providers.devices import device_note, device_of
 from paperchat.store import StoredChunk
 from paperchat.text import clean_text
 from paperchat.types import Chunk, ChunkKind, Paper, ParsedPdf
+from paperchat.writer import Writer
 
 PAPER_BATCH = 512
 PDF_EMBED_GROUP = 256  # new PDF chunks embedded in one call: a few PDFs, sorted by length together
@@ -159,7 +161,7 @@ class Ingester:
         self.vector_cache = vector_cache or {}
         self.progress = progress
         self.paper_batch = PAPER_BATCH  # records per batch
-        self._dirty = False
+        self._unit: Writer | None = None
         self._retag: list[str] = []  # papers whose abstract changed in this run: tagged again
 
     # -- shared steps -------------------------------------------------------------------------------
@@ -188,26 +190,33 @@ class Ingester:
             return
         stale = [i for i in self.lib.store.ids_of_papers(paper_ids, kind) if i not in keep]
         if stale:
-            self._mark_dirty()
-            self.lib.store.delete(stale)
+            self._writer.delete(stale)
             report.chunks_removed += len(stale)
 
-    def _mark_dirty(self) -> None:
-        if not self._dirty:
-            self.lib.lexical.mark_dirty()
-            self._dirty = True
+    @property
+    def _writer(self) -> Writer:
+        """The write unit of the writer-lock hold this ingest runs in (`Library.writing`)."""
+        assert self._unit is not None, "store writes happen inside `with self._writing()`"
+        return self._unit
+
+    @contextmanager
+    def _writing(self) -> Iterator[Writer]:
+        with self.lib.writing() as writer:
+            self._unit = writer
+            try:
+                yield writer
+            finally:
+                self._unit = None
 
     def finish(self) -> None:
-        """Rebuild the lexical index when this run changed the store (or a killed run left it dirty)."""
-        if self._dirty or self.lib.lexical.is_dirty():
-            self.lib.lexical.rebuild(self.lib.store)
-            self._dirty = False
+        """Bring the search index up to date with this run's changes (or rebuild one a killed run left dirty)."""
+        self._writer.finish()
 
     # -- abstract records ---------------------------------------------------------------------------
 
     def ingest_records(self, items: Iterable[Paper | Failure]) -> IngestReport:
         """Ingest paper records (one chunk each); failures pass through into the report."""
-        with self.lib.writing():  # one writer at a time per data dir
+        with self._writing():  # one writer at a time per data dir
             self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_records(items)
 
@@ -254,8 +263,7 @@ class Ingester:
     def _records_batch(self, papers: list[Paper], report: IngestReport) -> None:
         batch = self._plan_records(papers)
         if batch.new:
-            self._mark_dirty()
-            self.lib.store.upsert(batch.new, self._embed(batch.new))
+            self._writer.upsert(batch.new, self._embed(batch.new))
         self._commit_records(batch, report)
 
     def _plan_records(self, papers: list[Paper]) -> RecordBatch:
@@ -295,7 +303,7 @@ class Ingester:
             paper_id: force the paper id (only with one file), e.g. to attach a PDF to a known paper.
             hashes: sha256 of files the caller already hashed (an upload is hashed once, by the facade).
         """
-        with self.lib.writing():  # one writer at a time per data dir
+        with self._writing():  # one writer at a time per data dir
             self.lib.sync_topics()  # stored papers follow the rules the new ones are matched with
             return self._ingest_pdfs(inputs, paper_id, hashes or {})
 
@@ -421,8 +429,7 @@ class Ingester:
 
     def _write_pdf(self, q: PdfPlan, vectors: np.ndarray | None, report: IngestReport) -> None:
         if q.new and vectors is not None:
-            self._mark_dirty()
-            self.lib.store.upsert(q.new, vectors)
+            self._writer.upsert(q.new, vectors)
         report.chunks_added += len(q.new)
         report.chunks_skipped += q.skipped
         self._remove_stale([q.paper.id], "pdf", q.chunk_ids, report)
@@ -439,7 +446,7 @@ class Ingester:
     def remove_paper(self, paper_id: str, keep_copy: bool = False) -> int:
         """Remove a paper's chunks and catalogue entry (and its stored PDF copy unless `keep_copy`); returns the
         number of chunks removed."""
-        with self.lib.writing():
+        with self._writing():
             return self._remove_paper(paper_id, keep_copy)
 
     def _remove_paper(self, paper_id: str, keep_copy: bool = False) -> int:
@@ -447,8 +454,7 @@ class Ingester:
         known = self.lib.catalog.get(paper_id) is not None
         _, pdf_hash, pdf_path = self.lib.catalog.stored_hashes().get(paper_id, (None, None, None))
         if ids:
-            self._mark_dirty()
-            self.lib.store.delete(ids)
+            self._writer.delete(ids)
         self.lib.catalog.remove_paper(paper_id)
         self.finish()
         # its stored PDF copy goes too (it was still served after the paper was removed, issue 33 case 12),

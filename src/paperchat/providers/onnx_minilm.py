@@ -9,8 +9,8 @@ and L2 normalisation are done in numpy. After the export neither torch nor trans
 process that only queries loads onnxruntime and tokenizers.
 
 Two variants:
-- fp32: the same function as the torch model (cosine >= 0.99999 on real abstracts, README "Faster
-  embedding"), so its vectors share the torch model's embedder id and collection;
+- fp32: the same function as the torch model (cosine >= 0.99999 on real abstracts, docs/measured.md
+  "Faster embedding and cold start"), so its vectors share the torch model's embedder id and collection;
 - int8: MatMul weights quantized per channel (ONNX Runtime dynamic quantization): faster, cosine about
   0.99 to the fp32 vectors, so a different embedder for the store's guard.
 """

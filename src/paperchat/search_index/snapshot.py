@@ -1,24 +1,12 @@
-"""The search index: BM25 (bm25s) over the store's chunks and a row-aligned copy of their vectors (exact
-dense search in memory), built at ingest and persisted beside the store. Messages call it "the lexical
-index" (its folder is `lexical/`), as they always did.
-
-Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
-this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
-The index is written to a fresh folder and switched to with an atomic rename of the CURRENT pointer.
-Every file here can be rebuilt from the store: one that does not load (garbled, truncated) makes `ensure`
-rebuild the index, with a one-line notice on the `paperchat` logger.
-"""
+"""One built search index, loaded: BM25 (bm25s) over the store's chunks and a row-aligned copy of their
+vectors (exact dense search in memory), with the masks a scope is made of. Never changes after loading."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import os
 import pickle
-import shutil
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -26,16 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.store import VectorStore, date_int
 from paperchat.text import Tokenizer
 
 _log = logging.getLogger("paperchat")
 # what loading a garbled or truncated snapshot raises (json, numpy, bm25s, a short or missing file)
 LOAD_ERRORS = (ValueError, OSError, EOFError, KeyError, IndexError, TypeError, AttributeError, pickle.UnpicklingError)
-
-
-def _is_chroma_error(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".")[0] == "chromadb"
 
 
 class SearchSnapshot:
@@ -234,178 +217,3 @@ class SearchSnapshot:
             weight = times * (idf_scope / idf_all) ** power if idf_all > 0 else times
             total[docs] += np.asarray(data[indptr[t] : indptr[t + 1]]) * weight  # a posting list names each chunk once
         return total
-
-
-class SearchIndex:
-    """BM25 over every chunk of the store, persisted beside it, served as immutable snapshots.
-
-    Thread-safe: one lock guards loading and rebuilding. While an ingest in this process is writing (from
-    `mark_dirty` to the `rebuild` at its end) queries keep the last consistent snapshot instead of
-    rebuilding per query; a DIRTY marker found at start (a killed ingest) makes the next `ensure` rebuild.
-    """
-
-    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.6) -> None:
-        self.root = root
-        self.k1 = k1
-        self.b = b
-        self.tokenizer = Tokenizer()
-        self._snap: SearchSnapshot | None = None
-        self._lock = threading.RLock()
-        self._writing = False
-
-    # -- state on disk --------------------------------------------------------------------------
-
-    @property
-    def dirty_marker(self) -> Path:
-        """Path of the DIRTY marker file."""
-        return self.root / "DIRTY"
-
-    def mark_dirty(self) -> None:
-        """Create the DIRTY marker: the index no longer matches the store."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.dirty_marker.touch()
-        self._writing = True
-
-    def is_dirty(self) -> bool:
-        """True when the DIRTY marker exists."""
-        return self.dirty_marker.exists()
-
-    def _current_dir(self) -> Path | None:
-        pointer = self.root / "CURRENT"
-        if not pointer.exists():
-            return None
-        path = self.root / pointer.read_text().strip()
-        return path if path.is_dir() else None
-
-    # -- build and load -------------------------------------------------------------------------
-
-    def rebuild(self, store: VectorStore) -> SearchSnapshot:
-        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
-
-        A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
-        freshly opened client."""
-        with self._lock:
-            try:
-                return self._rebuild(store)
-            except Exception as exc:
-                if not _is_chroma_error(exc):
-                    raise
-                _log.warning(f"paperchat: reading the store failed ({type(exc).__name__}: {exc}); retrying")
-                store.reload()
-                return self._rebuild(store)
-
-    def _rebuild(self, store: VectorStore) -> SearchSnapshot:
-        import bm25s
-
-        ids: list[str] = []
-        tokens: list[list[str]] = []
-        papers: list[str] = []
-        dates: list[int] = []
-        topics: dict[str, list[int]] = {}
-        vectors: list[np.ndarray] = []
-        for batch in store.iter_all(vectors=True):
-            assert batch.vectors is not None
-            vectors.append(batch.vectors)
-            for c in batch.chunks:
-                idx = len(ids)
-                ids.append(c.id)
-                tokens.append(self.tokenizer(c.text))
-                papers.append(c.paper_id)
-                dates.append(date_int(c.date))
-                for slug in c.topics:
-                    topics.setdefault(slug, []).append(idx)
-        self.root.mkdir(parents=True, exist_ok=True)
-        stamp = time.time_ns()
-        name = f"idx-{stamp}"
-        # built under another name and renamed when complete: a cleanup in another process (which deletes
-        # idx-* folders it does not use) never takes a build that is still being written
-        target = self.root / f"building-{stamp}-{os.getpid()}"
-        target.mkdir()
-        if ids:
-            model = bm25s.BM25(k1=self.k1, b=self.b)
-            model.index(tokens, show_progress=False)
-            model.save(str(target / "bm25"), show_progress=False)
-        np.save(target / "dates.npy", np.asarray(dates, dtype=np.int32))
-        if ids:  # the store's vectors, row-aligned with ids: exact in-memory dense search over any scope
-            np.save(target / "vectors.npy", np.concatenate(vectors))
-        (target / "ids.json").write_text(json.dumps(ids))
-        (target / "papers.json").write_text(json.dumps(papers))
-        (target / "topics.json").write_text(json.dumps(topics))
-        (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
-        os.rename(target, self.root / name)
-        target = self.root / name
-        snap = SearchSnapshot(target, self.tokenizer)
-        tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
-        tmp.write_text(name)
-        os.replace(tmp, self.root / "CURRENT")
-        self.dirty_marker.unlink(missing_ok=True)
-        self._writing = False
-        self._snap = snap
-        # older builds go; a snapshot loaded from one keeps working (its files are memory-mapped)
-        for old in self.root.glob("idx-*"):
-            if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
-        for old in self.root.glob("building-*"):  # left by a killed build an hour or more ago
-            stamp_s = old.name.split("-")[1]
-            if stamp_s.isdigit() and int(stamp_s) < time.time_ns() - 3600 * 10**9:
-                shutil.rmtree(old, ignore_errors=True)
-        return snap
-
-    def _pointer(self) -> str | None:
-        try:
-            return (self.root / "CURRENT").read_text().strip()
-        except OSError:
-            return None
-
-    def _current(self, snap: SearchSnapshot) -> bool:
-        """A loaded snapshot is served while a writer here is at work, or while it is still the current build."""
-        return self._writing or self._pointer() == snap.name
-
-    def ensure(self, store: VectorStore) -> SearchSnapshot:
-        """The current snapshot. Rebuilt first when there is none, when the one on disk is dirty, does not
-        load (damaged files: a one-line notice) or is out of step with the store at load time; a newer
-        build (from another process) is picked up by its pointer. Once loaded, a snapshot is served as is
-        while any writer is at work, so queries never rebuild per query."""
-        snap = self._snap
-        if snap is not None and self._current(snap):
-            return snap
-        with self._lock:
-            snap = self._snap
-            if snap is not None and self._current(snap):
-                return snap
-            current = self._current_dir()
-            if current is None:
-                return self.rebuild(store)
-            if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
-                return self.rebuild(store)
-            try:
-                new = SearchSnapshot(current, self.tokenizer)
-            except FileNotFoundError:  # replaced by another process meanwhile
-                return snap if snap is not None else self.rebuild(store)
-            except LOAD_ERRORS as exc:
-                _log.warning(f"paperchat: the lexical index {current} is damaged ({type(exc).__name__}: {exc}); rebuilding it from the store")
-                return self.rebuild(store)
-            stale = new.tokenizer_version != Tokenizer.VERSION or (new.vectors is None and new.ids)
-            if snap is None and (len(new.ids) != store.count() or stale):
-                return self.rebuild(store)  # out of step, or built by older code (tokens, no vectors)
-            self._snap = new
-            return new
-
-    def load_problem(self, store: VectorStore) -> str | None:
-        """What is wrong with the index on disk (for `paperchat doctor`), or None when it loads and holds
-        exactly the store's chunk ids."""
-        if self.is_dirty():
-            return "the lexical index is marked dirty (an ingest was interrupted)"
-        current = self._current_dir()
-        if current is None:
-            return "there is no lexical index"
-        try:
-            snap = SearchSnapshot(current, self.tokenizer)
-        except LOAD_ERRORS as exc:
-            return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
-        if snap.tokenizer_version != Tokenizer.VERSION:
-            return "the lexical index was built by an older version"
-        ids = set(store.all_ids())
-        if set(snap.ids) != ids:
-            return f"the lexical index holds {len(snap.ids)} chunks, the store {len(ids)} (different ids)"
-        return None

@@ -1,0 +1,302 @@
+"""The search index: BM25 (bm25s) over the store's chunks and a row-aligned copy of their vectors (exact
+dense search in memory), built at ingest and persisted beside the store. Messages call it "the lexical
+index" (its folder is `lexical/`), as they always did.
+
+Consistency with the vector store: any writer first drops a DIRTY marker, changes Chroma, then rebuilds
+this index and removes the marker. A reader that finds the marker (a killed ingest) rebuilds before use.
+The index is written to a fresh folder and switched to with an atomic rename of the CURRENT pointer.
+Every file here can be rebuilt from the store: one that does not load (garbled, truncated) makes `ensure`
+rebuild the index, with a one-line notice on the `paperchat` logger.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from paperchat.search_index.snapshot import LOAD_ERRORS, SearchSnapshot
+from paperchat.store import StoredChunk, VectorStore, date_int
+from paperchat.text import Tokenizer
+
+_log = logging.getLogger("paperchat")
+
+
+def _is_chroma_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "chromadb"
+
+
+@dataclass
+class IndexChanges:
+    """What one writer did to the store: chunks added (with their vectors) and chunk ids removed."""
+
+    added: dict[str, tuple[StoredChunk, np.ndarray]] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)
+
+    def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+        """Chunks written (an id written again replaces its earlier row)."""
+        for c, v in zip(chunks, vectors, strict=True):
+            self.removed.discard(c.id)
+            self.added[c.id] = (c, v)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Chunk ids deleted."""
+        for cid in ids:
+            self.added.pop(cid, None)
+            self.removed.add(cid)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+@dataclass
+class _Parts:
+    """The columns of a snapshot being built, row-aligned."""
+
+    ids: list[str] = field(default_factory=list)
+    tokens: list[list[str]] = field(default_factory=list)
+    papers: list[str] = field(default_factory=list)
+    dates: list[int] = field(default_factory=list)
+    topics: dict[str, list[int]] = field(default_factory=dict)
+    vectors: np.ndarray | None = None
+
+    def add(self, cid: str, tokens: list[str], paper_id: str, date: int, topics: Iterable[str]) -> None:
+        idx = len(self.ids)
+        self.ids.append(cid)
+        self.tokens.append(tokens)
+        self.papers.append(paper_id)
+        self.dates.append(date)
+        for slug in topics:
+            self.topics.setdefault(slug, []).append(idx)
+
+
+class SearchIndex:
+    """BM25 over every chunk of the store, persisted beside it, served as immutable snapshots.
+
+    Thread-safe: one lock guards loading and rebuilding. While an ingest in this process is writing (from
+    `mark_dirty` to the `rebuild` at its end) queries keep the last consistent snapshot instead of
+    rebuilding per query; a DIRTY marker found at start (a killed ingest) makes the next `ensure` rebuild.
+    """
+
+    def __init__(self, root: Path, k1: float = 0.9, b: float = 0.6) -> None:
+        self.root = root
+        self.k1 = k1
+        self.b = b
+        self.tokenizer = Tokenizer()
+        self._snap: SearchSnapshot | None = None
+        self._lock = threading.RLock()
+        self._writing = False
+
+    # -- state on disk --------------------------------------------------------------------------
+
+    @property
+    def dirty_marker(self) -> Path:
+        """Path of the DIRTY marker file."""
+        return self.root / "DIRTY"
+
+    def mark_dirty(self) -> None:
+        """Create the DIRTY marker: the index no longer matches the store."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.dirty_marker.touch()
+        self._writing = True
+
+    def is_dirty(self) -> bool:
+        """True when the DIRTY marker exists."""
+        return self.dirty_marker.exists()
+
+    def _current_dir(self) -> Path | None:
+        pointer = self.root / "CURRENT"
+        if not pointer.exists():
+            return None
+        path = self.root / pointer.read_text().strip()
+        return path if path.is_dir() else None
+
+    # -- build and load -------------------------------------------------------------------------
+
+    def rebuild(self, store: VectorStore) -> SearchSnapshot:
+        """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
+
+        A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
+        freshly opened client."""
+        with self._lock:
+            try:
+                return self._write(self._read_store(store))
+            except Exception as exc:
+                if not _is_chroma_error(exc):
+                    raise
+                _log.warning(f"paperchat: reading the store failed ({type(exc).__name__}: {exc}); retrying")
+                store.reload()
+                return self._write(self._read_store(store))
+
+    def update(self, store: VectorStore, changes: IndexChanges | None) -> SearchSnapshot:
+        """Bring the index up to date after a writer's changes: the last snapshot with the removed chunks left
+        out and the added ones put in, without reading the store back; a full `rebuild` when that is not
+        safe (no loaded snapshot that is current, one built without its tokens, changes unknown, or a result
+        whose size differs from the store's)."""
+        with self._lock:
+            base = self._snap
+            if changes is None or base is None or self._pointer() != base.name or not (self.root / base.name / "tokens.npy").exists():
+                return self.rebuild(store)
+            try:
+                parts = self._patched(base, changes, store)
+            except LOAD_ERRORS as exc:
+                _log.warning(f"paperchat: the search index's tokens do not load ({type(exc).__name__}: {exc}); rebuilding it")
+                return self.rebuild(store)
+            if len(parts.ids) != store.count():
+                return self.rebuild(store)
+            return self._write(parts)
+
+    def _read_store(self, store: VectorStore) -> _Parts:
+        parts = _Parts()
+        vectors: list[np.ndarray] = []
+        for batch in store.iter_all(vectors=True):
+            assert batch.vectors is not None
+            vectors.append(batch.vectors)
+            for c in batch.chunks:
+                parts.add(c.id, self.tokenizer(c.text), c.paper_id, date_int(c.date), c.topics)
+        parts.vectors = np.concatenate(vectors) if vectors else None
+        return parts
+
+    def _patched(self, base: SearchSnapshot, changes: IndexChanges, store: VectorStore) -> _Parts:
+        """The base snapshot's rows minus the removed and replaced chunks, then the added ones (their vectors read
+        back from the store, as a rebuild would read them: Chroma keeps them a rounding away from those written)."""
+        folder = self.root / base.name
+        vocab: list[str] = json.loads((folder / "vocab.json").read_text())
+        flat = np.load(folder / "tokens.npy")
+        offsets = np.load(folder / "offsets.npy")
+        if len(offsets) != len(base.ids) + 1:
+            raise ValueError("offsets.npy out of step with ids.json")
+        gone = changes.removed | set(changes.added)
+        keep = [i for i, cid in enumerate(base.ids) if cid not in gone]
+        parts = _Parts()
+        topics_of: dict[int, list[str]] = {}
+        for slug, mask in base.topic_masks.items():
+            for i in np.flatnonzero(mask).tolist():
+                topics_of.setdefault(i, []).append(slug)
+        words = np.asarray(vocab, dtype=object)
+        for i in keep:
+            parts.add(base.ids[i], words[flat[offsets[i] : offsets[i + 1]]].tolist(), str(base.paper_ids[i]), int(base.dates[i]), topics_of.get(i, []))
+        added = list(changes.added.values())
+        for c, _ in added:
+            parts.add(c.id, self.tokenizer(c.text), c.paper_id, date_int(c.date), c.topics)
+        stored = store.vectors([c.id for c, _ in added]) if added else {}
+        if len(stored) != len(added):
+            raise ValueError("an added chunk is not in the store")
+        old = base.vectors[keep] if base.vectors is not None else np.zeros((0, 0), dtype=np.float32)
+        new = [stored[c.id] for c, _ in added]
+        parts.vectors = np.concatenate([old, np.stack(new).astype(np.float32)]) if new and old.size else (np.stack(new).astype(np.float32) if new else old)
+        return parts
+
+    def _write(self, parts: _Parts) -> SearchSnapshot:
+        import bm25s
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        stamp = time.time_ns()
+        name = f"idx-{stamp}"
+        # built under another name and renamed when complete: a cleanup in another process (which deletes
+        # idx-* folders it does not use) never takes a build that is still being written
+        target = self.root / f"building-{stamp}-{os.getpid()}"
+        target.mkdir()
+        ids = parts.ids
+        vocab: dict[str, int] = {}
+        token_ids = [[vocab.setdefault(w, len(vocab)) for w in doc] for doc in parts.tokens]
+        if ids:
+            model = bm25s.BM25(k1=self.k1, b=self.b)
+            model.index(parts.tokens, show_progress=False)
+            model.save(str(target / "bm25"), show_progress=False)
+        np.save(target / "dates.npy", np.asarray(parts.dates, dtype=np.int32))
+        if ids and parts.vectors is not None:  # the store's vectors, row-aligned with ids: exact in-memory dense search over any scope
+            np.save(target / "vectors.npy", parts.vectors)
+        # each chunk's tokens, for the next update (adding a chunk then needs no pass over the store)
+        np.save(target / "tokens.npy", np.fromiter((t for doc in token_ids for t in doc), dtype=np.int32))
+        np.save(target / "offsets.npy", np.cumsum([0, *map(len, token_ids)], dtype=np.int64))
+        (target / "vocab.json").write_text(json.dumps(list(vocab)))
+        (target / "ids.json").write_text(json.dumps(ids))
+        (target / "papers.json").write_text(json.dumps(parts.papers))
+        (target / "topics.json").write_text(json.dumps(parts.topics))
+        (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
+        os.rename(target, self.root / name)
+        target = self.root / name
+        snap = SearchSnapshot(target, self.tokenizer)
+        tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
+        tmp.write_text(name)
+        os.replace(tmp, self.root / "CURRENT")
+        self.dirty_marker.unlink(missing_ok=True)
+        self._writing = False
+        self._snap = snap
+        # older builds go; a snapshot loaded from one keeps working (its files are memory-mapped)
+        for old in self.root.glob("idx-*"):
+            if old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        for old in self.root.glob("building-*"):  # left by a killed build an hour or more ago
+            stamp_s = old.name.split("-")[1]
+            if stamp_s.isdigit() and int(stamp_s) < time.time_ns() - 3600 * 10**9:
+                shutil.rmtree(old, ignore_errors=True)
+        return snap
+
+    def _pointer(self) -> str | None:
+        try:
+            return (self.root / "CURRENT").read_text().strip()
+        except OSError:
+            return None
+
+    def _current(self, snap: SearchSnapshot) -> bool:
+        """A loaded snapshot is served while a writer here is at work, or while it is still the current build."""
+        return self._writing or self._pointer() == snap.name
+
+    def ensure(self, store: VectorStore) -> SearchSnapshot:
+        """The current snapshot. Rebuilt first when there is none, when the one on disk is dirty, does not
+        load (damaged files: a one-line notice) or is out of step with the store at load time; a newer
+        build (from another process) is picked up by its pointer. Once loaded, a snapshot is served as is
+        while any writer is at work, so queries never rebuild per query."""
+        snap = self._snap
+        if snap is not None and self._current(snap):
+            return snap
+        with self._lock:
+            snap = self._snap
+            if snap is not None and self._current(snap):
+                return snap
+            current = self._current_dir()
+            if current is None:
+                return self.rebuild(store)
+            if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
+                return self.rebuild(store)
+            try:
+                new = SearchSnapshot(current, self.tokenizer)
+            except FileNotFoundError:  # replaced by another process meanwhile
+                return snap if snap is not None else self.rebuild(store)
+            except LOAD_ERRORS as exc:
+                _log.warning(f"paperchat: the lexical index {current} is damaged ({type(exc).__name__}: {exc}); rebuilding it from the store")
+                return self.rebuild(store)
+            stale = new.tokenizer_version != Tokenizer.VERSION or (new.vectors is None and new.ids)
+            if snap is None and (len(new.ids) != store.count() or stale):
+                return self.rebuild(store)  # out of step, or built by older code (tokens, no vectors)
+            self._snap = new
+            return new
+
+    def load_problem(self, store: VectorStore) -> str | None:
+        """What is wrong with the index on disk (for `paperchat doctor`), or None when it loads and holds
+        exactly the store's chunk ids."""
+        if self.is_dirty():
+            return "the lexical index is marked dirty (an ingest was interrupted)"
+        current = self._current_dir()
+        if current is None:
+            return "there is no lexical index"
+        try:
+            snap = SearchSnapshot(current, self.tokenizer)
+        except LOAD_ERRORS as exc:
+            return f"the lexical index {current.name} does not load ({type(exc).__name__}: {exc})"
+        if snap.tokenizer_version != Tokenizer.VERSION:
+            return "the lexical index was built by an older version"
+        ids = set(store.all_ids())
+        if set(snap.ids) != ids:
+            return f"the lexical index holds {len(snap.ids)} chunks, the store {len(ids)} (different ids)"
+        return None

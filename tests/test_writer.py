@@ -1,0 +1,100 @@
+"""The write unit (paperchat.writer): every store change goes through it, and its finish patches the search
+index with the unit's changes instead of reading the store back, with the same result as a full rebuild."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.library import Library
+from paperchat.search_index import SearchSnapshot
+from paperchat.store import StoredChunk
+from paperchat.types import Chunk, Paper
+
+from .conftest import hashing_settings
+
+QUERIES = ["retrieval augmented generation", "reward model for agents", "machine translation of low-resource languages", "benchmark"]
+
+
+def _same(a: SearchSnapshot, b: SearchSnapshot) -> None:
+    """Two snapshots hold the same rows, vectors, papers, dates, topics and BM25 scores."""
+    assert a.ids == b.ids
+    assert a.vectors is not None and b.vectors is not None and np.array_equal(a.vectors, b.vectors)
+    assert list(a.paper_ids) == list(b.paper_ids) and np.array_equal(a.dates, b.dates)
+    assert {k: v.tolist() for k, v in a.topic_masks.items() if v.any()} == {k: v.tolist() for k, v in b.topic_masks.items() if v.any()}
+    for q in QUERIES:
+        sa, sb = a.scores(q), b.scores(q)
+        assert (sa is None) == (sb is None)
+        if sa is not None and sb is not None:
+            assert np.array_equal(sa, sb)
+
+
+@pytest.fixture
+def lib(demo_store: Path, tmp_path: Path) -> Library:
+    shutil.copytree(demo_store, tmp_path / "store")
+    from paperchat.providers.hashing import HashingEmbedder
+
+    return Library(hashing_settings(tmp_path / "store"), embedder=HashingEmbedder())
+
+
+def _paper(i: int) -> Paper:
+    return Paper(id=f"2601.{i:05d}", title=f"Retrieval agents number {i}", authors=["A. Author"],
+                 abstract=f"We study retrieval augmented generation with reward models for agents, variant {i}.",
+                 categories=["cs.CL"], date="2026-01-05")
+
+
+def test_an_ingest_patches_the_index_without_reading_the_store(lib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib.ready_index()  # the snapshot the next unit patches
+    calls = []
+    real = lib.store.iter_all
+    monkeypatch.setattr(lib.store, "iter_all", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rep = Ingester(lib).ingest_records([_paper(1), _paper(2)])
+    assert rep.chunks_added == 2 and not rep.failed
+    assert calls == [], "the index was rebuilt from the store instead of patched"
+    patched = lib.ready_index()
+    assert "2601.00001" in set(patched.paper_ids) and not lib.search_index.is_dirty()
+    monkeypatch.undo()
+    _same(patched, lib.search_index.rebuild(lib.store))
+
+
+def test_removal_and_replacement_match_a_rebuild(lib: Library) -> None:
+    lib.ready_index()
+    ing = Ingester(lib)
+    ing.ingest_records([_paper(3)])
+    changed = _paper(3).model_copy(update={"abstract": "A different abstract about machine translation benchmarks."})
+    ing.ingest_records([changed])  # its old chunk is removed, the new one added
+    victim = next(p for p in lib.catalog.topic_papers("rag"))
+    assert ing.remove_paper(victim) > 0
+    patched = lib.ready_index()
+    assert victim not in set(patched.paper_ids) and len(patched.ids) == lib.store.count()
+    _same(patched, lib.search_index.rebuild(lib.store))
+
+
+def test_a_unit_it_cannot_describe_rebuilds_in_full(lib: Library) -> None:
+    lib.ready_index()
+    with lib.writing() as writer:
+        writer.mark_dirty()
+        assert lib.search_index.is_dirty()
+        chunk = Chunk(id="x" * 32, paper_id="2601.99999", text="an orphan chunk about agents", kind="abstract")
+        writer.upsert([StoredChunk.of(chunk, None, ())], lib.embedder.embed([chunk.text]))
+    assert not lib.search_index.is_dirty()
+    assert "x" * 32 in lib.ready_index().ids
+
+
+def test_a_failed_unit_leaves_the_index_dirty_and_the_next_reader_rebuilds(lib: Library) -> None:
+    lib.ready_index()
+    with pytest.raises(RuntimeError), lib.writing() as writer:
+        chunk = Chunk(id="y" * 32, paper_id="2601.99998", text="a chunk written before a crash", kind="abstract")
+        writer.upsert([StoredChunk.of(chunk, None, ())], lib.embedder.embed([chunk.text]))
+        raise RuntimeError("killed")
+    assert lib.search_index.is_dirty()
+    lib.close()
+    again = Library(lib.settings, embedder=lib.embedder)
+    try:
+        assert "y" * 32 in again.ready_index().ids and not again.search_index.is_dirty()
+    finally:
+        again.close()
