@@ -30,7 +30,7 @@ VOCABULARY = (
 # lowest first; a module belongs to the layer of its longest listed prefix
 LAYERS: list[tuple[str, ...]] = [
     VOCABULARY,
-    ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns"),  # reading text; the backends (embedders, answerers)
+    ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns", "paperchat.fusion"),  # reading text; the backends (embedders, answerers)
     ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields", "paperchat.writer"),  # storage
     ("paperchat.library",),  # the open stores together
     ("paperchat.retrieval", "paperchat.discovery", "paperchat.digest", "paperchat.foryou", "paperchat.importing", "paperchat.bibtex",

@@ -29,7 +29,7 @@ def _askpdf(ids: set[str]) -> list[dict[str, object]]:
 
 
 def test_askpdf_page_hit_at_5(built_library: Library) -> None:
-    retr = Retriever(built_library)
+    retr = Retriever.of(built_library)
     rows = _askpdf({"2005.11401", "2004.04906", "2302.07302"})
     assert len(rows) == 9
     hits = 0
@@ -100,8 +100,8 @@ def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_questi
     """Topic questions: the dense query moves toward BM25's best chunks; the dense score each hit reports (used
     for abstention) is still its cosine with the question itself."""
     question = "How do retrieval-augmented models handle conflicting knowledge?"
-    on = Retriever(built_library)
-    off = Retriever(built_library, built_library.settings.retrieval.model_copy(update={"feedback_chunks": 0}))
+    on = Retriever.of(built_library)
+    off = Retriever.of(built_library, built_library.settings.retrieval.model_copy(update={"feedback_chunks": 0}))
     lex = built_library.ready_index()
     qv = built_library.embedder.embed_query(question)
     topic, paper = Scope.for_topic("rag"), Scope.for_paper("2005.11401")
@@ -115,7 +115,7 @@ def test_topic_feedback_moves_the_dense_query_but_scores_stay_against_the_questi
 
 
 def test_topic_scope_date_window_and_diversity(built_library: Library) -> None:
-    retr = Retriever(built_library, built_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))  # a filter
+    retr = Retriever.of(built_library, built_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))  # a filter
     members = set(built_library.catalog.topic_papers("rag"))
     hits = retr.search("retrieval augmented generation with a dense retriever", Scope.for_topic("rag"), k=8)
     assert hits and {h.chunk.paper_id for h in hits} <= members
@@ -166,7 +166,7 @@ def test_followup_through_qa(built_library: Library) -> None:
 
 
 def test_langchain_retriever(built_library: Library) -> None:
-    lc = as_langchain_retriever(Retriever(built_library), Scope.for_paper("2005.11401"), k=3)
+    lc = as_langchain_retriever(Retriever.of(built_library), Scope.for_paper("2005.11401"), k=3)
     docs = lc.invoke("How many documents are retrieved?")
     assert len(docs) == 3 and all(d.metadata["paper_id"] == "2005.11401" for d in docs)
 

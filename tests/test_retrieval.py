@@ -29,7 +29,7 @@ TOPIC_QUESTIONS = [
 
 
 def test_paper_questions_find_their_page(demo_library: Library) -> None:
-    retr = Retriever(demo_library)
+    retr = Retriever.of(demo_library)
     for question, page, _words in PAPER_QUESTIONS:
         hits = retr.search(question, Scope.for_paper(PAPER_ID), k=3)
         assert hits and all(h.chunk.paper_id == PAPER_ID for h in hits)
@@ -38,8 +38,8 @@ def test_paper_questions_find_their_page(demo_library: Library) -> None:
 
 
 def test_topic_scope_date_window_and_diversity(demo_library: Library) -> None:
-    retr = Retriever(demo_library)
-    hard = Retriever(demo_library, demo_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))
+    retr = Retriever.of(demo_library)
+    hard = Retriever.of(demo_library, demo_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}))
     for slug, question in TOPIC_QUESTIONS:
         members = set(demo_library.catalog.topic_papers(slug))
         hits = hard.search(question, Scope.for_topic(slug), k=8)
@@ -66,9 +66,9 @@ def test_topic_is_a_soft_prior(demo_library: Library) -> None:
     outsider = demo_library.catalog.get(outsider_id)
     assert outsider is not None
     scope = Scope.for_topic("rag")
-    soft = {h.chunk.paper_id: h for h in Retriever(demo_library).search(outsider.title, scope, k=8)}
-    ignored = {h.chunk.paper_id: h for h in Retriever(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)}
-    hard = Retriever(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
+    soft = {h.chunk.paper_id: h for h in Retriever.of(demo_library).search(outsider.title, scope, k=8)}
+    ignored = {h.chunk.paper_id: h for h in Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)}
+    hard = Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
     assert outsider.id in soft and outsider.id not in {h.chunk.paper_id for h in hard}
     assert soft[outsider.id].score == pytest.approx(params.topic_outside_weight * ignored[outsider.id].score)
     for pid in soft.keys() & ignored.keys() & members:  # members keep their score
@@ -96,9 +96,9 @@ def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> 
     params = params.model_copy(update={"aspect_weight": 0.0, "title_weight": 0.0})
     question = "How do retrieval-augmented models handle knowledge conflicts, and which benchmarks test them?"
     scope = Scope.for_topic("rag")
-    plain = {h.chunk.id: h.score for h in Retriever(demo_library, params).search(question, scope, k=8)}
+    plain = {h.chunk.id: h.score for h in Retriever.of(demo_library, params).search(question, scope, k=8)}
     for lever in ({"aspect_weight": 0.5}, {"neighbour_weight": 0.5}):
-        hits = Retriever(demo_library, params.model_copy(update=lever)).search(question, scope, k=8)
+        hits = Retriever.of(demo_library, params.model_copy(update=lever)).search(question, scope, k=8)
         assert len(hits) == 8, lever
         for h in hits:
             if h.chunk.id in plain:
@@ -119,7 +119,7 @@ def test_title_field_scores_papers_by_their_titles(demo_library: Library) -> Non
     assert best == pid or titles[best] == titles[pid]
     assert field.scores("zzzz qqqq", lex.tokenizer) is None
     params = demo_library.settings.retrieval
-    hits = Retriever(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
+    hits = Retriever.of(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
     assert hits and hits[0].chunk.paper_id == pid
     # kept beside the store for the next process: the same scores when loaded; an unreadable file is rebuilt
     saved = demo_library.settings.data_dir / "cache" / f"titles-{lex.name}.npz"
@@ -128,12 +128,12 @@ def test_title_field_scores_papers_by_their_titles(demo_library: Library) -> Non
     assert loaded is not None and np.allclose(loaded.scores(titles[pid], lex.tokenizer), scores)  # type: ignore[arg-type]
     saved.write_bytes(b"not a numpy file")
     assert TitleField.load(saved, lex) is None
-    again = Retriever(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
+    again = Retriever.of(demo_library, params.model_copy(update={"title_weight": 1.0})).search(titles[pid], Scope.for_topic("rag"), k=5)
     assert [h.chunk.id for h in again] == [h.chunk.id for h in hits] and TitleField.load(saved, lex) is not None
 
 
 def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> None:
-    hits = Retriever(demo_library).search("hard negatives mined with BM25 for a dual encoder", Scope(kind="all"), k=5)
+    hits = Retriever.of(demo_library).search("hard negatives mined with BM25 for a dual encoder", Scope(kind="all"), k=5)
     assert hits[0].chunk.paper_id == PAPER_ID
 
 
@@ -144,8 +144,8 @@ def test_chroma_dense_backend_finds_the_same_hits(demo_library: Library, scope: 
     # feedback off: it moves only the in-memory dense query toward BM25's best chunks (topic questions);
     # the topic as a filter: the soft prior (topic_outside_weight) is in-memory only, Chroma filters
     params = demo_library.settings.retrieval.model_copy(update={"feedback_chunks": 0, "topic_outside_weight": 0.0})
-    memory = Retriever(demo_library, params)
-    chroma = Retriever(demo_library, params.model_copy(update={"dense_backend": "chroma"}))
+    memory = Retriever.of(demo_library, params)
+    chroma = Retriever.of(demo_library, params.model_copy(update={"dense_backend": "chroma"}))
     assert memory.params.dense_backend == "memory"
     questions = [q for _, q in TOPIC_QUESTIONS] + [q for q, _, _ in PAPER_QUESTIONS]
     for question in questions:

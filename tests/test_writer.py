@@ -98,3 +98,18 @@ def test_a_failed_unit_leaves_the_index_dirty_and_the_next_reader_rebuilds(lib: 
         assert "y" * 32 in again.ready_index().ids and not again.search_index.is_dirty()
     finally:
         again.close()
+
+
+def test_a_fresh_process_patches_the_build_on_disk(lib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`paperchat ingest` of one record in a new process: no snapshot is loaded yet, the one on disk is patched."""
+    lib.ready_index()
+    lib.close()
+    fresh = Library(lib.settings, embedder=lib.embedder)
+    try:
+        assert fresh.search_index._snap is None
+        monkeypatch.setattr(fresh.store, "iter_all", lambda *a, **k: pytest.fail("the store was read back"))
+        assert Ingester(fresh).ingest_records([_paper(7)]).chunks_added == 1
+        monkeypatch.undo()
+        _same(fresh.ready_index(), fresh.search_index.rebuild(fresh.store))
+    finally:
+        fresh.close()

@@ -57,7 +57,7 @@ class QA:
 
     def __init__(self, library: Library, retriever: Retriever | None = None, answerer: Answerer | None = None) -> None:
         self.lib = library
-        self.retriever = retriever or Retriever(library)
+        self.retriever = retriever or Retriever.of(library)
         self._answerer = answerer
         conf = library.settings.answers
         self.extractive = ExtractiveAnswerer(
@@ -196,7 +196,7 @@ class QA:
         check_question(question, self.lib.settings.max_question_chars)
         self._check_scope(scope)
         answerer = answerer or self.answerer
-        if isinstance(answerer, ExtractiveAnswerer) and answerer.embedder is self.extractive.embedder:
+        if not answerer.synthesizes and getattr(answerer, "embedder", None) is self.extractive.embedder:
             answerer = self.extractive  # configured from settings, and shares its reading with the refusal check
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -226,8 +226,7 @@ class QA:
             context = self.topic_context(scope) if topic_level else None
             pieces: list[str] = []
             try:
-                stream = answerer.stream(query, sources, topic_level, context) if isinstance(answerer, ExtractiveAnswerer) else answerer.stream(query, sources, topic_level)
-                for piece in stream:
+                for piece in answerer.stream(query, sources, topic_level, context):
                     pieces.append(piece)
                     yield piece
             except AnswererError as exc:
@@ -242,7 +241,7 @@ class QA:
             record.abstained = CANNOT_ANSWER.lower() in text.lower()
             record.citations = build_citations(text, sources)
             record.uncited = not record.abstained and not parse_citations(text)
-            if not isinstance(answerer, ExtractiveAnswerer) and record.fallback is None and not record.abstained:
+            if answerer.synthesizes and record.fallback is None and not record.abstained:
                 # an LLM's synthesis: each sentence checked against what it cites, and the extractive answer from
                 # the same sources kept below it as the evidence
                 record.statements = statements(text, sources, self.lib.settings.answers.min_support)

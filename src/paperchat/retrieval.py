@@ -12,102 +12,59 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from paperchat.catalog import Catalog
 from paperchat.fields import SentenceWindows, TitleField
+from paperchat.fusion import diversify, rrf, soft_ranks
 from paperchat.library import Library
 from paperchat.query import aspects
 from paperchat.search_index import SearchSnapshot
 from paperchat.settings import RetrievalSettings
-from paperchat.store import date_int
-from paperchat.types import Chunk, Hit, Scope
-
-
-def rrf(rankings: Sequence[tuple[Sequence[str], float]], k: int) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings (rank from 1)."""
-    scores: dict[str, float] = {}
-    for ids, weight in rankings:
-        if weight <= 0:
-            continue
-        for rank, cid in enumerate(ids, start=1):
-            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
-    return scores
-
-
-def _soft_ranks(
-    ids: Sequence[str], scores: np.ndarray, members: np.ndarray, window: np.ndarray | None, n: int, positive_only: bool = True
-) -> dict[str, tuple[int, float]]:
-    """Ranks for a topic search that treats the topic as a prior, not a filter.
-
-    The best n members keep the rank a search filtered to the topic gives them; the best n other chunks
-    inside the date window get the rank they would hold among the members (1 + the members that score
-    higher), so a paper the topic's rules miss competes on its merits and only the caller's weight holds
-    it back. Returns chunk id -> (rank, score).
-    """
-    ok = scores > 0 if positive_only else np.ones(scores.shape[0], dtype=bool)
-    inside = members & ok
-    others = ~members & ok
-    if window is not None:
-        others &= window
-    out: dict[str, tuple[int, float]] = {}
-    rows = np.flatnonzero(inside)
-    member_scores = scores[rows]
-    if rows.size:
-        m = min(n, rows.size)
-        top = np.argpartition(-member_scores, m - 1)[:m]
-        top = top[np.argsort(-member_scores[top], kind="stable")]
-        for rank, t in enumerate(top, start=1):
-            out[ids[rows[t]]] = (rank, float(member_scores[t]))
-    orows = np.flatnonzero(others)
-    if orows.size:
-        o_scores = scores[orows]
-        m = min(n, orows.size)
-        top = np.argpartition(-o_scores, m - 1)[:m]
-        ascending = np.sort(member_scores)
-        for t in top:
-            higher = ascending.size - int(np.searchsorted(ascending, o_scores[t], side="right"))
-            out[ids[orows[t]]] = (1 + higher, float(o_scores[t]))
-    return out
-
-
-
-def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: int) -> list[str]:
-    """Keep the order, but let no paper hold more than `max_per_paper` slots before every paper had its turn."""
-    counts: dict[str, int] = {}
-    first, rest = [], []
-    for cid in ranked:
-        p = paper_of.get(cid, cid)
-        if counts.get(p, 0) < max_per_paper:
-            counts[p] = counts.get(p, 0) + 1
-            first.append(cid)
-        else:
-            rest.append(cid)
-    return first + rest
-
+from paperchat.store import VectorStore, date_int
+from paperchat.types import Chunk, Embedder, Hit, Scope
 
 
 class Retriever:
-    """Searches a Library. One instance per process: the embedder and the BM25 index stay loaded."""
+    """Searches the search index, the store and the catalogue of a library. One instance per process: the
+    embedder and the index stay loaded.
 
-    def __init__(self, library: Library, params: RetrievalSettings | None = None) -> None:
-        self.lib = library
-        self.params = params or library.settings.retrieval
+    Args:
+        index: returns the current search snapshot (consistent with the store).
+        embedder: embeds the query.
+        store: the chunks' texts (the winners only), and dense search when `dense_backend` is "chroma".
+        catalog: titles, collections, tags and learned topic members.
+        cache_dir: where the title field of a snapshot is kept between processes.
+        params: the retrieval knobs.
+    """
+
+    def __init__(self, index: Callable[[], SearchSnapshot], embedder: Embedder, store: VectorStore, catalog: Catalog, cache_dir: Path,
+                 params: RetrievalSettings) -> None:
+        self.index, self.embedder, self.store, self.catalog, self.cache_dir = index, embedder, store, catalog, cache_dir
+        self.params = params
         self.last_timings: dict[str, float] = {}
         self._windows: dict[tuple[str, str], SentenceWindows] = {}
         self._near: dict[tuple[str, str, float], np.ndarray] = {}
         self._titles: TitleField | None = None
 
+    @classmethod
+    def of(cls, library: Library, params: RetrievalSettings | None = None) -> Retriever:
+        """A retriever over an open library's parts."""
+        return cls(library.ready_index, library.embedder, library.store, library.catalog, library.settings.data_dir / "cache",
+                   params or library.settings.retrieval)
+
     def _title_field(self, lex: SearchSnapshot) -> TitleField:
         """The title field of this snapshot: from memory, else from data_dir/cache (a cold CLI start then
         skips the one-second build), else built from the catalogue and saved there."""
         if self._titles is None or self._titles.name != lex.name:
-            path = self.lib.settings.data_dir / "cache" / f"titles-{lex.name}.npz"
+            path = self.cache_dir / f"titles-{lex.name}.npz"
             field = TitleField.load(path, lex) if path.exists() else None
             if field is None:
-                field = TitleField(lex, self.lib.catalog.titles())
+                field = TitleField(lex, self.catalog.titles())
                 try:
                     field.save(path)
                 except OSError:  # a read-only data folder: build it again next time
@@ -116,7 +73,7 @@ class Retriever:
         return self._titles
 
     def _cosine_from_store(self, cid: str, qv: np.ndarray) -> float | None:
-        v = self.lib.store.vector(cid)
+        v = self.store.vector(cid)
         return None if v is None else float(np.dot(v, qv))
 
     def _dense_query(self, qv: np.ndarray, scope: Scope, lexical: Sequence[tuple[str, float]], lex: SearchSnapshot) -> np.ndarray:
@@ -143,7 +100,7 @@ class Retriever:
         if ranked.size == 0:
             return first
         top = ranked[np.argsort(-first[ranked], kind="stable")[: p.feedback_chunks or 3]]
-        texts = self.lib.store.get_chunks([lex.ids[i] for i in top])
+        texts = self.store.get_chunks([lex.ids[i] for i in top])
         q = lex.tokenizer(query)
         weights: dict[str, float] = dict(Counter(q))
         expansion: dict[str, float] = {}
@@ -186,7 +143,7 @@ class Retriever:
         key = (lex.name, slug, -1.0)
         got = self._near.get(key)
         if got is None:
-            got = lex.scope_mask(paper_ids=sorted(self.lib.catalog.learned_members().get(slug, set())))
+            got = lex.scope_mask(paper_ids=sorted(self.catalog.learned_members().get(slug, set())))
             if got is None:
                 got = np.zeros(len(lex.ids), dtype=bool)
             self._near = {k: v for k, v in self._near.items() if k[0] == lex.name}
@@ -210,7 +167,7 @@ class Retriever:
             ids = [lex.ids[i] for i in np.flatnonzero(mask)]
             if not ids:
                 return None
-            texts = self.lib.store.get_chunks(ids)
+            texts = self.store.get_chunks(ids)
             got = SentenceWindows.build([(cid, texts[cid].text) for cid in ids if cid in texts], lex.tokenizer)
             if len(self._windows) >= 16:  # a few papers open at a time
                 self._windows.pop(next(iter(self._windows)))
@@ -230,14 +187,14 @@ class Retriever:
             title = self._title_field(lex).scores(query, lex.tokenizer)
             if title is not None:
                 bm = bm + p.title_weight * title
-        lex_ranks = _soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
+        lex_ranks = soft_ranks(lex.ids, bm, members, window, p.candidates) if bm is not None else {}
         lexical = sorted(((cid, sc) for cid, (_, sc) in lex_ranks.items()), key=lambda x: lex_ranks[x[0]][0])
         if marks is not None:
             marks.append(time.perf_counter())
         dq = self._dense_query(qv, scope, [(c, sc) for c, sc in lexical if members[lex.pos[c]]], lex)
         assert lex.vectors is not None
         cos = lex.vectors @ dq
-        dense_ranks = _soft_ranks(lex.ids, cos, members, window, p.candidates, positive_only=False)
+        dense_ranks = soft_ranks(lex.ids, cos, members, window, p.candidates, positive_only=False)
         dense = sorted(((cid, sc) for cid, (_, sc) in dense_ranks.items()), key=lambda x: dense_ranks[x[0]][0])
         if dq is not qv:
             dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
@@ -264,7 +221,7 @@ class Retriever:
         centre = lex.vectors[rows].mean(axis=0)
         moved = qv + p.neighbour_move * centre / (np.linalg.norm(centre) or 1.0)
         moved /= np.linalg.norm(moved) or 1.0
-        ranks = _soft_ranks(lex.ids, lex.vectors @ moved, members, window, p.candidates, positive_only=False)
+        ranks = soft_ranks(lex.ids, lex.vectors @ moved, members, window, p.candidates, positive_only=False)
         out = dict(fused)
         for cid, (rank, _) in ranks.items():
             out[cid] = out.get(cid, 0.0) + p.neighbour_weight / (p.rrf_k + rank)
@@ -272,6 +229,9 @@ class Retriever:
 
     def search(self, query: str, scope: Scope, k: int | None = None, mode: str = "hybrid") -> list[Hit]:
         """The top k chunks for the query inside the scope, best first, each with its scores.
+
+        The steps: the scope's mask; the fused ranking (with the topic as a prior, or inside the scope); the
+        winners diversified and filled from the store in one call.
 
         Args:
             query: the search text.
@@ -282,11 +242,32 @@ class Retriever:
         p = self.params
         k = k or p.k
         t0 = time.perf_counter()
-        lex = self.lib.ready_index()
-        qv = self.lib.embedder.embed_query(query)
+        lex = self.index()
+        qv = self.embedder.embed_query(query)
         t1 = time.perf_counter()
-        # collections and discovered topics are hard filters on their papers (imported, or tagged)
-        listed = {"collection": self.lib.catalog.collection_papers, "discovered": self.lib.catalog.tagged_papers}.get(scope.kind)
+        mask, in_collection = self._scope_mask(lex, scope)
+        in_memory = p.dense_backend == "memory" and lex.vectors is not None
+        marks: list[float] = []
+        if scope.kind == "topic" and in_memory and p.topic_outside_weight > 0 and mode == "hybrid":
+            fused, lexical, dense = self._fuse_with_topic_prior(query, qv, scope, mask, lex, marks)
+            chunks: dict[str, Chunk] = {}
+        else:
+            fused, lexical, dense, chunks = self._fuse_in_scope(query, qv, scope, mask, in_collection, lex, mode, in_memory, marks)
+        t2, t3 = marks
+        hits = self._hits(fused, lexical, dense, chunks, qv, scope, k, lex)
+        t4 = time.perf_counter()
+        self.last_timings = {
+            "embed_query": (t1 - t0) * 1000,
+            "lexical": (t2 - t1) * 1000,
+            "dense": (t3 - t2) * 1000,
+            "fuse": (t4 - t3) * 1000,
+        }
+        return hits
+
+    def _scope_mask(self, lex: SearchSnapshot, scope: Scope) -> tuple[np.ndarray | None, set[str] | None]:
+        """The scope's rows of the snapshot (None: every row), and a collection's or discovered topic's papers
+        (hard filters on their papers, imported or tagged)."""
+        listed = {"collection": self.catalog.collection_papers, "discovered": self.catalog.tagged_papers}.get(scope.kind)
         in_collection = set(listed(scope.topic or "")) if listed else None
         mask = lex.scope_mask(
             topic=scope.topic if scope.kind == "topic" else None,
@@ -295,72 +276,87 @@ class Retriever:
             until=date_int(scope.until),
             paper_ids=in_collection,
         )
-        in_memory = p.dense_backend == "memory" and lex.vectors is not None
-        soft = scope.kind == "topic" and in_memory and p.topic_outside_weight > 0 and mode == "hybrid"
+        return mask, in_collection
+
+    def _fuse_with_topic_prior(self, query: str, qv: np.ndarray, scope: Scope, mask: np.ndarray | None, lex: SearchSnapshot,
+                               marks: list[float]) -> tuple[dict[str, float], list[tuple[str, float]], list[tuple[str, float]]]:
+        """The topic is a prior, not a filter: papers its rules miss still rank, behind its members. Returns the
+        fused scores and the BM25 and dense rankings; `marks` gets the times BM25 and dense finished."""
+        p = self.params
+        window = lex.scope_mask(since=date_int(scope.since), until=date_int(scope.until))
+        members = mask if mask is not None else np.ones(len(lex.ids), dtype=bool)
+        if p.topic_similarity > 0 and scope.topic:
+            near = self._near_topic(lex, scope.topic, p.topic_similarity)
+            members = members | (near if window is None else near & window)
+        if p.topic_learned and scope.topic:
+            learned = self._learned_topic(lex, scope.topic)
+            members = members | (learned if window is None else learned & window)
+        lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, marks)
+        marks.append(time.perf_counter())
+        fused: dict[str, float] = {}
+
+        def fuse(lex_r: dict[str, tuple[int, float]], dense_r: dict[str, tuple[int, float]], share: float) -> None:
+            for ranks, weight in ((dense_r, p.dense_weight), (lex_r, p.lexical_weight)):
+                for cid, (rank, _) in ranks.items():
+                    fused[cid] = fused.get(cid, 0.0) + share * weight / (p.rrf_k + rank)
+
+        fuse(lex_ranks, dense_ranks, 1.0)
+        parts = aspects(query) if p.aspect_weight > 0 else []
+        for part in parts:  # each aspect of a many-sided question searched on its own, fused at a share of the weight
+            a_lex, a_dense, _, _ = self._soft_search(part, self.embedder.embed_query(part), scope, members, window, lex)
+            fuse(a_lex, a_dense, p.aspect_weight / len(parts))
+        if p.neighbour_weight > 0 and fused and lex.vectors is not None:
+            fused = self._neighbours(fused, qv, members, window, lex)
+        for cid in fused:
+            if not members[lex.pos[cid]]:
+                fused[cid] *= p.topic_outside_weight
+        return fused, lexical, dense
+
+    def _fuse_in_scope(
+        self, query: str, qv: np.ndarray, scope: Scope, mask: np.ndarray | None, in_collection: set[str] | None, lex: SearchSnapshot,
+        mode: str, in_memory: bool, marks: list[float],
+    ) -> tuple[dict[str, float], list[tuple[str, float]], list[tuple[str, float]], dict[str, Chunk]]:
+        """BM25 and dense inside the scope's mask, fused by weighted RRF (with the sentence ranking for one paper).
+        Returns the fused scores, both rankings and the chunks Chroma returned (its dense backend only)."""
+        p = self.params
+        dense_weight = p.paper_dense_weight if scope.kind == "paper" else p.dense_weight
         lexical: list[tuple[str, float]] = []
         dense: list[tuple[str, float]] = []
         chunks: dict[str, Chunk] = {}
-        dense_weight = p.paper_dense_weight if scope.kind == "paper" else p.dense_weight
-        fused: dict[str, float]
-        if soft:  # the topic is a prior, not a filter: papers its rules miss still rank, behind its members
-            window = lex.scope_mask(since=date_int(scope.since), until=date_int(scope.until))
-            members = mask if mask is not None else np.ones(len(lex.ids), dtype=bool)
-            if p.topic_similarity > 0 and scope.topic:
-                near = self._near_topic(lex, scope.topic, p.topic_similarity)
-                members = members | (near if window is None else near & window)
-            if p.topic_learned and scope.topic:
-                learned = self._learned_topic(lex, scope.topic)
-                members = members | (learned if window is None else learned & window)
-            marks: list[float] = []
-            lex_ranks, dense_ranks, lexical, dense = self._soft_search(query, qv, scope, members, window, lex, marks)
-            t2, t3 = marks[0], time.perf_counter()
-            fused = {}
+        if mode in ("hybrid", "lexical"):
+            lexical = lex.search(query, p.candidates, mask, p.scope_idf)
+            if scope.kind == "topic" and p.lexical_feedback_terms > 0 and lexical and mask is not None:
+                first = lex.scores(query, mask, p.scope_idf)
+                if first is not None:
+                    bm = np.where(mask, self._expanded_scores(query, first, mask, lex), 0.0)
+                    top = np.argsort(-bm, kind="stable")[: p.candidates]
+                    lexical = [(lex.ids[i], float(bm[i])) for i in top if bm[i] > 0]
+        marks.append(time.perf_counter())
+        if mode in ("hybrid", "dense"):
+            if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
+                dq = self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv
+                dense = lex.dense(dq, p.candidates, mask)
+                if dq is not qv:  # ranked by the moved query; the scores shown and used to abstain stay the question's
+                    dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
+            else:  # Chroma's HNSW with a metadata filter
+                n = min(p.candidates, max(1, self.store.count()))
+                found = self.store.dense_search(qv, n, scope)
+                if in_collection is not None:  # Chroma's filter knows no collection: keep its papers' chunks
+                    found = [(c, s) for c, s in found if c.paper_id in in_collection]
+                dense = [(c.id, s) for c, s in found]
+                chunks = {c.id: c for c, _ in found}
+        marks.append(time.perf_counter())
+        rankings = [([cid for cid, _ in dense], dense_weight if mode != "lexical" else 0),
+                    ([cid for cid, _ in lexical], p.lexical_weight if mode != "dense" else 0)]
+        if scope.kind == "paper" and scope.paper_id and p.sentence_weight > 0 and mode == "hybrid" and mask is not None:
+            rankings.append((self._sentence_ranking(query, scope.paper_id, lex, mask), p.sentence_weight))
+        return rrf(rankings, p.rrf_k), lexical, dense, chunks
 
-            def fuse(lex_r: dict[str, tuple[int, float]], dense_r: dict[str, tuple[int, float]], share: float) -> None:
-                for ranks, weight in ((dense_r, dense_weight), (lex_r, p.lexical_weight)):
-                    for cid, (rank, _) in ranks.items():
-                        fused[cid] = fused.get(cid, 0.0) + share * weight / (p.rrf_k + rank)
-
-            fuse(lex_ranks, dense_ranks, 1.0)
-            parts = aspects(query) if p.aspect_weight > 0 else []
-            for part in parts:  # each aspect of a many-sided question searched on its own, fused at a share of the weight
-                a_lex, a_dense, _, _ = self._soft_search(part, self.lib.embedder.embed_query(part), scope, members, window, lex)
-                fuse(a_lex, a_dense, p.aspect_weight / len(parts))
-            if p.neighbour_weight > 0 and fused and lex.vectors is not None:
-                fused = self._neighbours(fused, qv, members, window, lex)
-            for cid in fused:
-                if not members[lex.pos[cid]]:
-                    fused[cid] *= p.topic_outside_weight
-        else:
-            if mode in ("hybrid", "lexical"):
-                lexical = lex.search(query, p.candidates, mask, p.scope_idf)
-                if scope.kind == "topic" and p.lexical_feedback_terms > 0 and lexical and mask is not None:
-                    first = lex.scores(query, mask, p.scope_idf)
-                    if first is not None:
-                        bm = np.where(mask, self._expanded_scores(query, first, mask, lex), 0.0)
-                        top = np.argsort(-bm, kind="stable")[: p.candidates]
-                        lexical = [(lex.ids[i], float(bm[i])) for i in top if bm[i] > 0]
-            t2 = time.perf_counter()
-            if mode in ("hybrid", "dense"):
-                if in_memory:  # exact cosine over the scope's rows of the snapshot's vectors
-                    dq = self._dense_query(qv, scope, lexical, lex) if mode == "hybrid" else qv
-                    dense = lex.dense(dq, p.candidates, mask)
-                    if dq is not qv:  # ranked by the moved query; the scores shown and used to abstain stay the question's
-                        dense = [(cid, lex.cosine(cid, qv) or 0.0) for cid, _ in dense]
-                else:  # Chroma's HNSW with a metadata filter
-                    n = min(p.candidates, max(1, self.lib.store.count()))
-                    found = self.lib.store.dense_search(qv, n, scope)
-                    if in_collection is not None:  # Chroma's filter knows no collection: keep its papers' chunks
-                        found = [(c, s) for c, s in found if c.paper_id in in_collection]
-                    dense = [(c.id, s) for c, s in found]
-                    chunks = {c.id: c for c, _ in found}
-            t3 = time.perf_counter()
-            dense_ids = [cid for cid, _ in dense]
-            lex_ids = [cid for cid, _ in lexical]
-            rankings = [(dense_ids, dense_weight if mode != "lexical" else 0), (lex_ids, p.lexical_weight if mode != "dense" else 0)]
-            if scope.kind == "paper" and scope.paper_id and p.sentence_weight > 0 and mode == "hybrid" and mask is not None:
-                rankings.append((self._sentence_ranking(query, scope.paper_id, lex, mask), p.sentence_weight))
-            fused = rrf(rankings, p.rrf_k)
+    def _hits(self, fused: dict[str, float], lexical: list[tuple[str, float]], dense: list[tuple[str, float]], chunks: dict[str, Chunk],
+              qv: np.ndarray, scope: Scope, k: int, lex: SearchSnapshot) -> list[Hit]:
+        """The best k of the fused ranking, spread across papers (or one paper's pages), as hits with their
+        text and metadata from the store and both scores."""
+        p = self.params
         ranked = sorted(fused, key=lambda c: -fused[c])
         dense_score: dict[str, float | None] = dict(dense)
         lex_score = dict(lexical)
@@ -372,12 +368,12 @@ class Retriever:
             # one paper: spread the slots over its pages (needs each candidate's page, so fetch them all)
             want = [cid for cid in head if cid not in chunks]
             if want:
-                chunks.update(self.lib.store.get_chunks(want))
+                chunks.update(self.store.get_chunks(want))
             head = diversify([c for c in head if c in chunks], {c: str(chunks[c].page) for c in head if c in chunks}, p.max_per_page)
         # text and metadata of the winners only, in one call (a chunk deleted since the snapshot drops out)
         want = [cid for cid in head[: k + 4] if cid not in chunks]
         if want:
-            chunks.update(self.lib.store.get_chunks(want))
+            chunks.update(self.store.get_chunks(want))
         head = [cid for cid in head if cid in chunks][:k]
         for cid in head:
             if cid not in dense_score:  # found by BM25 only: its cosine, for abstention and display
@@ -385,19 +381,10 @@ class Retriever:
                 if cos is None:
                     cos = self._cosine_from_store(cid, qv)
                 dense_score[cid] = cos
-        hits = [
+        return [
             Hit(chunk=chunks[cid], score=fused[cid], dense=dense_score.get(cid), lexical=lex_score.get(cid), rank=i + 1)
             for i, cid in enumerate(head)
         ]
-        t4 = time.perf_counter()
-        self.last_timings = {
-            "embed_query": (t1 - t0) * 1000,
-            "lexical": (t2 - t1) * 1000,
-            "dense": (t3 - t2) * 1000,
-            "fuse": (t4 - t3) * 1000,
-        }
-        return hits
-
 
 
 def as_langchain_retriever(retriever: Retriever, scope: Scope, k: int | None = None) -> Any:

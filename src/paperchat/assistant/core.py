@@ -123,7 +123,7 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
             return self.qa.retriever.search(question, scope, k)
         from paperchat.retrieval import Retriever  # heavy (the store): importing the facade stays light
 
-        return Retriever(self.library, retrieval).search(question, scope, k)
+        return Retriever.of(self.library, retrieval).search(question, scope, k)
 
     # -- topics ------------------------------------------------------------------------------------
 

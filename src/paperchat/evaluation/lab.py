@@ -37,7 +37,7 @@ class Lab:
         """A search function over this library with these retrieval knobs (keeps its caches between calls)."""
         if retrieval is None:
             return self.assistant.qa.retriever.search
-        return Retriever(self.library, retrieval).search
+        return Retriever.of(self.library, retrieval).search
 
     def evidence(self, question: str, scope: Scope, hits: Sequence[Hit]) -> dict[str, object]:
         """What the passages of these hits hold of the question, as the refusal rule reads it (strength,

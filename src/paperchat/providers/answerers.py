@@ -34,9 +34,11 @@ class Answerer(Protocol):
     name: str
     model: str
     can_complete: bool
+    synthesizes: bool  # a model writes the text: each sentence is checked against what it cites, the quotes kept as evidence
 
-    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
-        """Yield pieces of the answer text (tokens for LLMs, sentences for the extractive answerer)."""
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
+        """Yield pieces of the answer text (tokens for LLMs, sentences for the extractive answerer); `context` is
+        what the topic holds beyond the sources (the extractive topic map reads it; an LLM is given the sources)."""
         ...
 
     def complete(self, prompt: str) -> str:
@@ -60,6 +62,7 @@ class ExtractiveAnswerer:
     name = "extractive"
     model = "extractive"
     can_complete = False
+    synthesizes = False
 
     def __init__(
         self,
@@ -204,6 +207,7 @@ class OpenAIAnswerer:
     """
 
     can_complete = True
+    synthesizes = True
 
     def __init__(self, model: str, base_url: str | None, timeout: float, max_retries: int, name: str = "openai", max_tokens: int | None = None) -> None:
         import os
@@ -234,7 +238,7 @@ class OpenAIAnswerer:
         """The chat messages of one question: the system prompt and the question with its numbered sources."""
         return [("system", SYSTEM_PROMPT), ("user", USER_TEMPLATE.format(question=question, sources=format_sources(sources)))]
 
-    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
         """Tokens as the endpoint sends them (AnswererError when it fails or stops without finishing)."""
         finished = False
         try:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from paperchat.answering.topic_map import TopicContext
 from paperchat.citations import CITATION, parse_group, support
 from paperchat.passages import clip
 from paperchat.prompts import CANNOT_ANSWER, SMALL_SYSTEM_PROMPT, SMALL_USER_TEMPLATE
@@ -201,7 +202,7 @@ class LocalAnswerer(OpenAIAnswerer):
         shown = format_sources(self.shown(question, sources), self.source_chars * 2, self.source_chars * 2)
         return [("system", SMALL_SYSTEM_PROMPT), ("user", SMALL_USER_TEMPLATE.format(question=question, sources=shown))]
 
-    def stream(self, question: str, sources: Sequence[Source], topic_level: bool) -> Iterator[str]:
+    def stream(self, question: str, sources: Sequence[Source], topic_level: bool, context: TopicContext | None = None) -> Iterator[str]:
         """The model's tokens, cleaned; the request is closed as soon as the rest would be invented."""
         filt = self.last_filter = InventionFilter({s.n: s.text for s in self.shown(question, sources)})
         tokens = super().stream(question, sources, topic_level)

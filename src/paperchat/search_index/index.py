@@ -143,7 +143,9 @@ class SearchIndex:
         whose size differs from the store's)."""
         with self._lock:
             base = self._snap
-            if changes is None or base is None or self._pointer() != base.name or not (self.root / base.name / "tokens.npy").exists():
+            if base is None or self._pointer() != base.name:
+                base = self._load_current()  # a fresh process: the build on disk, current when the unit began
+            if changes is None or base is None or not (self.root / base.name / "tokens.npy").exists():
                 return self.rebuild(store)
             try:
                 parts = self._patched(base, changes, store)
@@ -153,6 +155,15 @@ class SearchIndex:
             if len(parts.ids) != store.count():
                 return self.rebuild(store)
             return self._write(parts)
+
+    def _load_current(self) -> SearchSnapshot | None:
+        current = self._current_dir()
+        if current is None:
+            return None
+        try:
+            return SearchSnapshot(current, self.tokenizer)
+        except LOAD_ERRORS:  # damaged or replaced meanwhile: the caller rebuilds
+            return None
 
     def _read_store(self, store: VectorStore) -> _Parts:
         parts = _Parts()
