@@ -113,3 +113,25 @@ def test_a_fresh_process_patches_the_build_on_disk(lib: Library, monkeypatch: py
         _same(fresh.ready_index(), fresh.search_index.rebuild(fresh.store))
     finally:
         fresh.close()
+
+
+def test_posting_lists_are_bm25s_bit_for_bit(lib: Library) -> None:
+    """Our array build of the BM25 matrix gives bm25s's own scores exactly (the Lucene variant, float32)."""
+    import bm25s
+
+    from paperchat.search_index.bm25 import posting_lists
+
+    tok = lib.search_index.tokenizer
+    docs = [tok(c.text) for b in lib.store.iter_all() for c in b.chunks]
+    ref = bm25s.BM25(k1=0.9, b=0.6)
+    ref.index(docs, show_progress=False)
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(w, len(vocab)) for w in d] for d in docs]
+    flat = np.asarray([t for d in ids for t in d], dtype=np.int32)
+    offsets = np.cumsum([0, *map(len, ids)], dtype=np.int64)
+    data, indices, indptr = posting_lists(flat, offsets, len(vocab), 0.9, 0.6)
+    sc = ref.scores
+    for w, i in vocab.items():
+        j = ref.vocab_dict[w]
+        assert np.array_equal(indices[indptr[i] : indptr[i + 1]], sc["indices"][sc["indptr"][j] : sc["indptr"][j + 1]]), w
+        assert np.array_equal(data[indptr[i] : indptr[i + 1]], sc["data"][sc["indptr"][j] : sc["indptr"][j + 1]]), w

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paperchat.search_index import bm25
 from paperchat.search_index.snapshot import LOAD_ERRORS, SearchSnapshot
 from paperchat.store import StoredChunk, VectorStore, date_int
 from paperchat.text import Tokenizer
@@ -59,23 +60,40 @@ class IndexChanges:
 
 @dataclass
 class _Parts:
-    """The columns of a snapshot being built, row-aligned."""
+    """The columns of a snapshot being built, row-aligned; each chunk's tokens as ids into `vocab`."""
 
     ids: list[str] = field(default_factory=list)
-    tokens: list[list[str]] = field(default_factory=list)
     papers: list[str] = field(default_factory=list)
     dates: list[int] = field(default_factory=list)
     topics: dict[str, list[int]] = field(default_factory=dict)
     vectors: np.ndarray | None = None
+    vocab: dict[str, int] = field(default_factory=dict)
+    pieces: list[np.ndarray] = field(default_factory=list)  # token ids, concatenated in row order
+    lengths: list[int] = field(default_factory=list)
 
     def add(self, cid: str, tokens: list[str], paper_id: str, date: int, topics: Iterable[str]) -> None:
         idx = len(self.ids)
         self.ids.append(cid)
-        self.tokens.append(tokens)
+        vocab = self.vocab
+        self.pieces.append(np.asarray([vocab.setdefault(w, len(vocab)) for w in tokens], dtype=np.int32))
+        self.lengths.append(len(tokens))
         self.papers.append(paper_id)
         self.dates.append(date)
         for slug in topics:
             self.topics.setdefault(slug, []).append(idx)
+
+    def tokens(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(flat token ids, offsets, vocabulary), with the words no chunk holds any more left out."""
+        flat = np.concatenate(self.pieces) if self.pieces else np.zeros(0, np.int32)
+        offsets = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        words = list(self.vocab)
+        used = np.bincount(flat, minlength=len(words)) > 0
+        if not used.all():
+            remap = np.cumsum(used, dtype=np.int64) - 1
+            flat = remap[flat].astype(np.int32)
+            words = [w for w, u in zip(words, used.tolist(), strict=True) if u]
+        return flat, offsets, words
 
 
 class SearchIndex:
@@ -180,35 +198,40 @@ class SearchIndex:
         """The base snapshot's rows minus the removed and replaced chunks, then the added ones (their vectors read
         back from the store, as a rebuild would read them: Chroma keeps them a rounding away from those written)."""
         folder = self.root / base.name
-        vocab: list[str] = json.loads((folder / "vocab.json").read_text())
+        words: list[str] = json.loads((folder / "vocab.json").read_text())
         flat = np.load(folder / "tokens.npy")
         offsets = np.load(folder / "offsets.npy")
-        if len(offsets) != len(base.ids) + 1:
-            raise ValueError("offsets.npy out of step with ids.json")
+        if len(offsets) != len(base.ids) + 1 or (len(flat) and int(flat.max()) >= len(words)):
+            raise ValueError("tokens.npy, offsets.npy and vocab.json out of step with ids.json")
         gone = changes.removed | set(changes.added)
-        keep = [i for i, cid in enumerate(base.ids) if cid not in gone]
-        parts = _Parts()
-        topics_of: dict[int, list[str]] = {}
-        for slug, mask in base.topic_masks.items():
-            for i in np.flatnonzero(mask).tolist():
-                topics_of.setdefault(i, []).append(slug)
-        words = np.asarray(vocab, dtype=object)
-        for i in keep:
-            parts.add(base.ids[i], words[flat[offsets[i] : offsets[i + 1]]].tolist(), str(base.paper_ids[i]), int(base.dates[i]), topics_of.get(i, []))
+        keep = np.asarray([cid not in gone for cid in base.ids], dtype=bool)
+        rows = np.flatnonzero(keep)
+        lengths = np.diff(offsets)
+        parts = _Parts(vocab={w: i for i, w in enumerate(words)})
+        parts.ids = [base.ids[i] for i in rows.tolist()]
+        parts.papers = [str(p) for p in base.paper_ids[rows]]
+        parts.dates = base.dates[rows].astype(int).tolist()
+        new_row = np.cumsum(keep) - 1
+        parts.topics = {slug: new_row[np.flatnonzero(mask & keep)].tolist() for slug, mask in base.topic_masks.items()}
+        parts.pieces = [flat[np.repeat(keep, lengths)]]
+        parts.lengths = lengths[rows].tolist()
         added = list(changes.added.values())
         for c, _ in added:
             parts.add(c.id, self.tokenizer(c.text), c.paper_id, date_int(c.date), c.topics)
+        parts.topics = {slug: idx for slug, idx in parts.topics.items() if idx}
         stored = store.vectors([c.id for c, _ in added]) if added else {}
         if len(stored) != len(added):
             raise ValueError("an added chunk is not in the store")
-        old = base.vectors[keep] if base.vectors is not None else np.zeros((0, 0), dtype=np.float32)
+        old = base.vectors[rows] if base.vectors is not None else np.zeros((0, 0), dtype=np.float32)
         new = [stored[c.id] for c, _ in added]
-        parts.vectors = np.concatenate([old, np.stack(new).astype(np.float32)]) if new and old.size else (np.stack(new).astype(np.float32) if new else old)
+        if new:
+            fresh = np.stack(new).astype(np.float32)
+            parts.vectors = np.concatenate([old, fresh]) if old.size else fresh
+        else:
+            parts.vectors = old
         return parts
 
     def _write(self, parts: _Parts) -> SearchSnapshot:
-        import bm25s
-
         self.root.mkdir(parents=True, exist_ok=True)
         stamp = time.time_ns()
         name = f"idx-{stamp}"
@@ -217,19 +240,16 @@ class SearchIndex:
         target = self.root / f"building-{stamp}-{os.getpid()}"
         target.mkdir()
         ids = parts.ids
-        vocab: dict[str, int] = {}
-        token_ids = [[vocab.setdefault(w, len(vocab)) for w in doc] for doc in parts.tokens]
+        flat, offsets, words = parts.tokens()
         if ids:
-            model = bm25s.BM25(k1=self.k1, b=self.b)
-            model.index(parts.tokens, show_progress=False)
-            model.save(str(target / "bm25"), show_progress=False)
+            bm25.save(target / "bm25", flat, offsets, words, self.k1, self.b)
         np.save(target / "dates.npy", np.asarray(parts.dates, dtype=np.int32))
         if ids and parts.vectors is not None:  # the store's vectors, row-aligned with ids: exact in-memory dense search over any scope
             np.save(target / "vectors.npy", parts.vectors)
         # each chunk's tokens, for the next update (adding a chunk then needs no pass over the store)
-        np.save(target / "tokens.npy", np.fromiter((t for doc in token_ids for t in doc), dtype=np.int32))
-        np.save(target / "offsets.npy", np.cumsum([0, *map(len, token_ids)], dtype=np.int64))
-        (target / "vocab.json").write_text(json.dumps(list(vocab)))
+        np.save(target / "tokens.npy", flat)
+        np.save(target / "offsets.npy", offsets)
+        (target / "vocab.json").write_text(json.dumps(words))
         (target / "ids.json").write_text(json.dumps(ids))
         (target / "papers.json").write_text(json.dumps(parts.papers))
         (target / "topics.json").write_text(json.dumps(parts.topics))
