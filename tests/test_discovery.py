@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from paperchat.assistant import Assistant
 from paperchat.catalog import Catalog
 from paperchat.cli import main
 from paperchat.demo import DEMO_DIR, ensure_demo, load_vectors
@@ -20,6 +21,7 @@ from paperchat.discovery.clusters import (
     discover,
     last_run,
     match_slugs,
+    tag_ingested,
     tag_papers,
 )
 from paperchat.discovery.labels import LabelSettings, _overlaps, holds_label, label_clusters, label_words, phrases
@@ -173,10 +175,10 @@ def test_ingest_hook_tags_new_papers(dlib: Library) -> None:
     lib = dlib
     pid = next(iter(lib.catalog.iter_papers())).id
     before = lib.catalog.tags_of([pid])[pid]
-    ing = Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id))
-    assert ing.remove_paper(pid) > 0 and lib.catalog.tags_of([pid]) == {}
+    core = Assistant(lib.settings, library=lib)  # tagging is the facade's step after any ingest
+    assert core.remove_paper(pid) > 0 and lib.catalog.tags_of([pid]) == {}
     record = next(r for r in read_records(DEMO_DIR / "abstracts.jsonl.gz") if isinstance(r, Paper) and r.id == pid)
-    ing.ingest_records([record])
+    core.ingest_papers([record])
     after = lib.catalog.tags_of([pid])[pid]
     assert 1 <= len(after) <= 4 and {s for s, _ in after} & {s for s, _ in before}
     assert tag_papers(lib, ["no-such-paper"]) == 0
@@ -320,11 +322,16 @@ def test_changed_abstract_is_tagged_again_and_old_topics_get_a_mirror(dlib: Libr
     paper = lib.catalog.get(pid)
     assert paper is not None
     ing = Ingester(lib, vector_cache=load_vectors(DEMO_DIR / "vectors.npz", lib.embedder.id))
-    ing.ingest_records([paper])
+
+    def ingest(p: Paper) -> None:  # as the facade does: the ingest, then its tagging step
+        rep = ing.ingest_records([p])
+        tag_ingested(lib, rep.paper_ids, rep.changed)
+
+    ingest(paper)
     assert lib.catalog.tags_of([pid])[pid] == tags
     # the new abstract is the other topic's own label text, embedded by the store's embedder (not in the cache)
     changed = Paper(id=pid, title=other.label, abstract=f"{other.label}. " + "; ".join(other.terms), date=paper.date, url=paper.url)
-    ing.ingest_records([changed])
+    ingest(changed)
     after = lib.catalog.tags_of([pid]).get(pid, [])
     assert [s for s, _ in after] != [s for s, _ in tags]
     data = lib.settings.data_dir

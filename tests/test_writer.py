@@ -135,3 +135,15 @@ def test_posting_lists_are_bm25s_bit_for_bit(lib: Library) -> None:
         j = ref.vocab_dict[w]
         assert np.array_equal(indices[indptr[i] : indptr[i + 1]], sc["indices"][sc["indptr"][j] : sc["indptr"][j + 1]]), w
         assert np.array_equal(data[indptr[i] : indptr[i + 1]], sc["data"][sc["indptr"][j] : sc["indptr"][j + 1]]), w
+
+
+def test_pdf_stamp_reads_what_older_stores_wrote() -> None:
+    from paperchat.ingestion.stamp import PdfStamp
+
+    old = PdfStamp.parse("ab" * 32 + ":1000/150")
+    assert old == PdfStamp("ab" * 32, 1000, 150, "pypdf") and str(old) == "ab" * 32 + ":1000/150"
+    new = PdfStamp("ab" * 32, 800, 100, "pdfium")
+    assert PdfStamp.parse(str(new)) == new and str(new).endswith(":800/100/pdfium")
+    assert new.change_from(old) == "chunks 1000/150 -> 800/100, extractor pypdf -> pdfium"
+    assert PdfStamp.parse(None) is None and PdfStamp.parse("garbage") is None and PdfStamp.parse("ab:x/y") is None
+    assert PdfStamp.sha_of("cd:1000/150") == "cd" and PdfStamp.sha_of(None) == ""

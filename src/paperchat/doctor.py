@@ -32,6 +32,7 @@ from paperchat.errors import EmbedderMismatch, StoreError
 from paperchat.hashing import sha256_file
 from paperchat.ingestion.chunking import abstract_chunk
 from paperchat.ingestion.pdfstore import stored_copy
+from paperchat.ingestion.stamp import PdfStamp
 from paperchat.library import Library, writer_lock
 from paperchat.providers.embedders import get_embedder
 from paperchat.search_index import SearchIndex
@@ -372,7 +373,7 @@ def own_copy(settings: Settings, pdf_path: str | None, pdf_hash: str | None) -> 
     """This data folder's own copy of a paper's PDF (`uploads/<sha256>.pdf`, wherever the folder now is), and only
     when its content still has the recorded sha256: never the absolute path the catalogue recorded (a folder moved
     or copied would re-ingest another store's files) and never a file that changed (issue 33, case 4)."""
-    sha = (pdf_hash or "").split(":")[0]
+    sha = PdfStamp.sha_of(pdf_hash)
     candidates = [stored_copy(pdf_path, settings)]
     if re.fullmatch(r"[0-9a-f]{64}", sha):
         candidates.append(settings.uploads_dir / f"{sha}.pdf")

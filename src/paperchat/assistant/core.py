@@ -224,7 +224,7 @@ class Assistant(IngestOps, DiscoveryOps, ReadingOps, FeedOps, TopicPageOps):
         stored: Path | None = None
         try:
             stored = store_pdf(path, sha, self.settings)
-            rep = Ingester(self.library).ingest_pdfs([stored], paper_id=paper_id, hashes={stored: sha})
+            rep = self._tagged(Ingester(self.library).ingest_pdfs([stored], paper_id=paper_id, hashes={stored: sha}))
         except BaseException:  # a failed upload leaves no file behind, whatever failed
             if stored is not None and not existed and cat.find_by_pdf_sha(sha) is None:
                 stored.unlink(missing_ok=True)

@@ -28,6 +28,14 @@ class IngestOps:
 
     # -- ingest ------------------------------------------------------------------------------------
 
+    def _tagged(self, report: IngestReport) -> IngestReport:
+        """After any ingest: new papers, and papers whose abstract changed, get their nearest discovered topics
+        (one cheap query when nothing was discovered yet)."""
+        from paperchat.discovery.clusters import tag_ingested
+
+        tag_ingested(self.library, report.paper_ids, report.changed)
+        return report
+
     def ingest_papers(self, items: Iterable[Paper | Failure], show_progress: bool | None = False) -> IngestReport:
         """Ingest paper records (one abstract chunk each); failures pass through into the report."""
         from paperchat.ingestion.pipeline import Ingester
@@ -35,7 +43,7 @@ class IngestOps:
 
         update, close = make_progress(None, enabled=show_progress)  # no counting pass: the input is read once
         try:
-            return Ingester(self.library, progress=update).ingest_records(items)
+            return self._tagged(Ingester(self.library, progress=update).ingest_records(items))
         finally:
             close()
 
@@ -80,7 +88,7 @@ class IngestOps:
         try:
             ingester = RayIngester(self.library, address, workers, batch or RAY_BATCH, progress=update, start=start_first)
             try:
-                return ingester.ingest_records(items)
+                return self._tagged(ingester.ingest_records(items))
             finally:
                 ingester.close()
         finally:
@@ -137,7 +145,7 @@ class IngestOps:
 
         update, close = make_progress(None, "PDFs", enabled=show_progress)
         try:
-            return Ingester(self.library, progress=update).ingest_pdfs(list(paths), paper_id=paper_id)
+            return self._tagged(Ingester(self.library, progress=update).ingest_pdfs(list(paths), paper_id=paper_id))
         finally:
             close()
 
@@ -152,7 +160,8 @@ class IngestOps:
         """Ingest the bundled demo corpus once; None when it is already in (or not bundled)."""
         from paperchat.demo import ensure_demo
 
-        return ensure_demo(self.library, show_progress=show_progress)
+        report = ensure_demo(self.library, show_progress=show_progress)
+        return self._tagged(report) if report is not None else None
 
     def adopt_legacy_pdfs(self) -> tuple[int, int]:
         """Copy PDFs that older stores point to outside the data dir in, when their hash still matches:

@@ -38,12 +38,11 @@ def check_args(args: argparse.Namespace) -> None:
 
 def scope_of(args: argparse.Namespace, assistant: Assistant) -> Scope:
     """The scope the arguments name; a --pdf is ingested first when it is new."""
-    if args.pdf:
-        rep = assistant.ingest_pdfs([Path(args.pdf)], show_progress=False)
-        if rep.failures or not rep.paper_ids:
-            reason = rep.failures[0].reason if rep.failures else "nothing was ingested"
-            raise SourceError(f"cannot read {args.pdf}: {reason}", "check the file")
-        return Scope.for_paper(rep.paper_ids[0])
+    if args.pdf:  # the app's upload route: checked, hashed once, kept as the stored copy, ingested when new
+        got = assistant.add_pdf(Path(args.pdf))
+        if got.paper is None:
+            raise SourceError(f"cannot read {args.pdf}: {got.error or 'nothing was ingested'}", "check the file")
+        return Scope.for_paper(got.paper.id)
     if args.paper:
         return Scope.for_paper(args.paper)
     since, until = user_day(args.since), user_day(args.until)

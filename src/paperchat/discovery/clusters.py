@@ -327,6 +327,13 @@ def last_run(lib: Library) -> dict[str, Any] | None:
     return dict(json.loads(raw)) if raw else None
 
 
+def tag_ingested(lib: Library, paper_ids: list[str], changed: list[str]) -> int:
+    """After an ingest: the nearest discovered topics for new papers and for papers whose abstract changed; a
+    paper ingested again unchanged keeps the tags discovery gave it. Returns how many were tagged."""
+    again = set(changed)
+    return tag_papers(lib, list(changed)) + tag_papers(lib, [p for p in dict.fromkeys(paper_ids) if p not in again], untagged_only=True)
+
+
 def tag_papers(lib: Library, paper_ids: list[str], settings: DiscoverySettings | None = None, untagged_only: bool = False) -> int:
     """Tag papers with their closest discovered topics (the ingest hook); returns how many were tagged.
 

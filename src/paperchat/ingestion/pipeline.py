@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from paperchat.dates import parse_date
-from paperchat.discovery.clusters import tag_papers
 from paperchat.ingestion.chunking import PageChunker, abstract_chunk
 from paperchat.ingestion.pdf import find_pdfs, load_sidecars, parse_many, sha256_file
 from paperchat.ingestion.pdfstore import store_pdf, stored_copy
 from paperchat.ingestion.records import Failure
+from paperchat.ingestion.stamp import PdfStamp
 from paperchat.library import Library
 from paperchat.providers.devices import device_note, device_of
 from paperchat.store import StoredChunk
@@ -46,6 +46,7 @@ class IngestReport:
     failed: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     paper_ids: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # papers whose abstract changed (their discovered tags are stale)
     stored: list[tuple[str, str]] = field(default_factory=list)  # (input file, what became of it) for PDFs
     device: str = ""  # where the embedder ran ("cpu", "cuda"); "" when it never loaded (nothing embedded)
     device_note: str | None = None  # e.g. CUDA asked for but not usable: ran on CPU
@@ -86,6 +87,7 @@ class IngestReport:
         self.seconds += other.seconds
         self.failed.extend(other.failed)
         self.paper_ids.extend(other.paper_ids)
+        self.changed.extend(other.changed)
         self.stored.extend(other.stored)
         self.device = other.device or self.device
         self.device_note = other.device_note or self.device_note
@@ -115,30 +117,10 @@ class PdfPlan:
     topics: list[str]
     chunk_ids: set[str]
     abs_chunk: Chunk | None
-    pdf_hash: str
+    stamp: PdfStamp
     new: list[StoredChunk]
     skipped: int
     rechunk: str | None = None  # stored before under another chunking: what changed
-
-
-def chunking_signature(chunk_size: int, chunk_overlap: int, extractor: str) -> str:
-    """What a stored PDF's chunks were made with, kept beside its hash: the same bytes under the same
-    signature are skipped, under another one parsed again. pypdf, the first extractor, adds nothing, so stores
-    built before the setting existed keep their chunks."""
-    base = f"{chunk_size}/{chunk_overlap}"
-    return base if extractor == "pypdf" else f"{base}/{extractor}"
-
-
-def describe_rechunk(old: str, new: str) -> str:
-    """'extractor pypdf -> pdfium', 'chunks 1000/150 -> 800/100', or both: what differs between two signatures."""
-    o, n = old.split("/"), new.split("/")
-    parts = []
-    if o[:2] != n[:2]:
-        parts.append(f"chunks {'/'.join(o[:2])} -> {'/'.join(n[:2])}")
-    ox, nx = (o[2] if len(o) > 2 else "pypdf"), (n[2] if len(n) > 2 else "pypdf")
-    if ox != nx:
-        parts.append(f"extractor {ox} -> {nx}")
-    return ", ".join(parts) or f"{old} -> {new}"
 
 
 def _pdf_paper_id(pdf: ParsedPdf, side: dict[str, Any], paper_id: str | None) -> str:
@@ -162,7 +144,6 @@ class Ingester:
         self.progress = progress
         self.paper_batch = PAPER_BATCH  # records per batch
         self._unit: Writer | None = None
-        self._retag: list[str] = []  # papers whose abstract changed in this run: tagged again
 
     # -- shared steps -------------------------------------------------------------------------------
 
@@ -236,12 +217,6 @@ class Ingester:
             self._records_batch_safe(batch, report)
         self._drain(report)
         self.finish()
-        # nearest discovered topics (one cheap query when there are none): new papers, and papers whose abstract
-        # changed; a paper ingested again unchanged keeps the tags discovery gave it
-        retag = set(self._retag)
-        tag_papers(self.lib, self._retag)
-        tag_papers(self.lib, [p for p in report.paper_ids if p not in retag], untagged_only=True)
-        self._retag = []
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
@@ -288,7 +263,7 @@ class Ingester:
         report.chunks_skipped += batch.skipped
         report.papers += len(batch.papers)  # counted once stored: a failed batch is retried record by record
         report.paper_ids.extend(p.id for p in batch.papers)
-        self._retag.extend(batch.changed)
+        report.changed.extend(batch.changed)
         if self.progress:
             self.progress(report.papers, report.chunks_added + report.chunks_skipped)
 
@@ -314,7 +289,6 @@ class Ingester:
         report.failed.extend(Failure(s, r) for s, r in missing)
         sidecars, problems = load_sidecars(files)
         report.failed.extend(Failure(src, why) for src, why in problems)
-        signature = chunking_signature(self.settings.chunk_size, self.settings.chunk_overlap, self.settings.pdf_extractor)
         rechunked: dict[Path, str] = {}  # stored before under another chunking: why it is parsed again
         to_parse: list[Path] = []
         shas: dict[Path, str] = {}
@@ -325,9 +299,10 @@ class Ingester:
                 report.failed.append(Failure(str(f), f"cannot read the file ({exc.strerror})"))
                 continue
             shas[f] = sha
+            stamp = PdfStamp(sha, self.settings.chunk_size, self.settings.chunk_overlap, self.settings.pdf_extractor)
             known = self.lib.catalog.find_by_pdf_sha(sha)
-            stored_as = self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1] if known is not None else None
-            if known is not None and stored_as == f"{sha}:{signature}":
+            stored_as = PdfStamp.parse(self.lib.catalog.hashes([known.id]).get(known.id, (None, None))[1]) if known is not None else None
+            if known is not None and stored_as == stamp:
                 held = self.lib.store.ids_of_paper(known.id, "pdf")
                 if held:  # else the store lost its chunks (e.g. the chroma folder was deleted): parse again
                     report.papers += 1
@@ -335,8 +310,8 @@ class Ingester:
                     report.chunks_skipped += len(self.lib.store.ids_of_paper(known.id))
                     report.stored.append((str(f), f"unchanged, already stored as {known.id}"))
                     continue
-            if stored_as and stored_as.startswith(f"{sha}:") and stored_as != f"{sha}:{signature}":
-                rechunked[f] = describe_rechunk(stored_as.split(":", 1)[1], signature)
+            if stored_as is not None and stored_as.sha256 == sha and stored_as != stamp:
+                rechunked[f] = stamp.change_from(stored_as)
             to_parse.append(f)
         chunker = PageChunker(self.settings.chunk_size, self.settings.chunk_overlap)
         if to_parse:
@@ -353,7 +328,8 @@ class Ingester:
                 self._flush_pdfs(group, report)  # the same paper twice: the second is planned after the first is written
                 group = []
             try:
-                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, f"{shas[res.path]}:{signature}", paper_id, rechunked.get(res.path)))
+                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, PdfStamp(shas[res.path], s.chunk_size, s.chunk_overlap, s.pdf_extractor), paper_id,
+                                            rechunked.get(res.path)))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))
             if sum(len(q.new) for q in group) >= PDF_EMBED_GROUP:
@@ -364,7 +340,6 @@ class Ingester:
         told = {src for src, _ in report.stored} | {f.source for f in report.failed}
         report.failed.extend(Failure(str(f), "was not read (an internal error; please report it)") for f in files if str(f) not in told)
         self.finish()
-        tag_papers(self.lib, report.paper_ids, untagged_only=True)
         report.seconds = time.perf_counter() - t0
         self._note_device(report)
         return report
@@ -389,7 +364,7 @@ class Ingester:
         return paper, True
 
     def _plan_pdf(
-        self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, pdf_hash: str, paper_id: str | None, rechunk: str | None = None
+        self, source: Path, pdf: ParsedPdf, side: dict[str, Any], chunker: PageChunker, stamp: PdfStamp, paper_id: str | None, rechunk: str | None = None
     ) -> PdfPlan:
         """A parsed PDF's paper, chunks and the chunks the store does not hold yet (reads only)."""
         paper, is_new = self._paper_for_pdf(pdf, side, paper_id)
@@ -403,7 +378,7 @@ class Ingester:
         stored = [StoredChunk.of(c, paper.date, topics) for c in chunks]
         existing = self.lib.store.existing_ids([c.id for c in stored])
         new = [c for c in stored if c.id not in existing]
-        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, pdf_hash, new, len(stored) - len(new), rechunk)
+        return PdfPlan(source, pdf, paper, is_new, list(topics), {c.id for c in chunks}, abs_chunk, stamp, new, len(stored) - len(new), rechunk)
 
     def _flush_pdfs(self, group: Sequence[PdfPlan], report: IngestReport) -> None:
         """Embed the new chunks of several PDFs in one call (batched by length across them, so batches carry
@@ -437,7 +412,7 @@ class Ingester:
             self.lib.catalog.upsert_papers([(q.paper, q.abs_chunk.id if q.abs_chunk else None, q.topics)])
         # the app serves only these copies (pdfstore), never the source folder
         stored = store_pdf(Path(q.pdf.path), q.pdf.sha256, self.settings)
-        self.lib.catalog.set_pdf(q.paper, str(stored), q.pdf.sha256, q.pdf_hash, q.topics)
+        self.lib.catalog.set_pdf(q.paper, str(stored), q.pdf.sha256, str(q.stamp), q.topics)
         report.papers += 1
         report.paper_ids.append(q.paper.id)
 
@@ -460,8 +435,8 @@ class Ingester:
         # its stored PDF copy goes too (it was still served after the paper was removed, issue 33 case 12),
         # unless another paper holds the same file
         copy = None if keep_copy else stored_copy(pdf_path, self.lib.settings)
-        sha = (pdf_hash or "").split(":")[0]
-        if copy is not None and not any((h or "").split(":")[0] == sha for _, h, _ in self.lib.catalog.stored_hashes().values()):
+        sha = PdfStamp.sha_of(pdf_hash)
+        if copy is not None and not any(PdfStamp.sha_of(h) == sha for _, h, _ in self.lib.catalog.stored_hashes().values()):
             copy.unlink(missing_ok=True)
         return len(ids) if (ids or known) else -1
 
