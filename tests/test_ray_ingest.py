@@ -30,7 +30,8 @@ import pytest
 
 from paperchat.assistant import Assistant
 from paperchat.errors import ConfigError, NetworkError
-from paperchat.ingestion.pipeline import Ingester, IngestReport
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.plans import IngestReport
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
 from paperchat.qa import QA

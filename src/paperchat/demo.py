@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from paperchat.ingestion.pipeline import Ingester, IngestReport
+from paperchat.ingestion.pipeline import Ingester
+from paperchat.ingestion.plans import IngestReport
 from paperchat.ingestion.records import read_records
 from paperchat.library import Library
 from paperchat.progress import make_progress

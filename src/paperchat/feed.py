@@ -40,7 +40,7 @@ from paperchat.topics import week_start
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
-    from paperchat.ingestion.pipeline import IngestReport
+    from paperchat.ingestion.plans import IngestReport
     from paperchat.library import Library
 
 USER_AGENT = f"paperchat/{__version__} (research assistant; paperchat update, one request per 3 s)"

@@ -26,7 +26,7 @@ from paperchat.text import is_arxiv_id
 from paperchat.types import Paper
 
 if TYPE_CHECKING:
-    from paperchat.ingestion.pipeline import IngestReport
+    from paperchat.ingestion.plans import IngestReport
     from paperchat.library import Library
 
 Ingest = Callable[[Sequence[Paper]], "IngestReport"]

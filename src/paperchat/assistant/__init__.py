@@ -54,13 +54,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from paperchat.ingestion.pipeline import IngestReport
+    from paperchat.ingestion.plans import IngestReport
 
 
 def __getattr__(name: str) -> Any:
     """`IngestReport` on first use: its module imports the library (Chroma), which importing the facade must not."""
     if name == "IngestReport":
-        from paperchat.ingestion.pipeline import IngestReport
+        from paperchat.ingestion.plans import IngestReport
 
         return IngestReport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

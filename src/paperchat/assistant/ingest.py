@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from paperchat.feed import UpdateReport
-    from paperchat.ingestion.pipeline import IngestReport
+    from paperchat.ingestion.plans import IngestReport
     from paperchat.library import Library
 
 
@@ -50,7 +50,7 @@ class IngestOps:
     def ingest_record_files(self, paths: Sequence[Path], show_progress: bool | None = None) -> IngestReport:
         """Ingest arXiv metadata files (JSONL or JSON arrays, .gz ok), each read once as a stream; a missing
         file is a failure of the report, not an error."""
-        from paperchat.ingestion.pipeline import IngestReport
+        from paperchat.ingestion.plans import IngestReport
         from paperchat.ingestion.records import read_records
 
         report = IngestReport()

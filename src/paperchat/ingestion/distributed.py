@@ -20,7 +20,8 @@ from collections import Counter, deque
 from typing import Any
 
 from paperchat.errors import ConfigError, NetworkError
-from paperchat.ingestion.pipeline import Ingester, IngestReport, Progress, RecordBatch
+from paperchat.ingestion.pipeline import Ingester, Progress
+from paperchat.ingestion.plans import IngestReport, RecordBatch
 from paperchat.library import Library
 from paperchat.settings import Settings
 from paperchat.store import StoredChunk
