@@ -3,8 +3,9 @@ real MiniLM and real data from ../shared/data (slow layer).
 
 Two layers. The fast one (`pytest -m "not slow"`, or `pytest --fast`) runs in seconds: store, ingestion,
 retrieval, citations, topics and UI handlers over the hashing embedder (`hashing_library`, `demo_library`).
-Everything else is marked `slow`: any test that uses the `minilm` fixture is marked here, and tests that
-start MiniLM in a subprocess, a browser, llama.cpp or a Chroma server carry the mark themselves. Tests that
+Everything else is marked `slow`: any test that uses the `minilm` or `reader` fixture (a model) or the `shared`
+fixture (../shared/data) is marked here, and tests that start MiniLM in a subprocess, a browser, llama.cpp or a
+Chroma server carry the mark themselves. Tests that
 read ../shared/data are marked `shared_data` (any test using the `shared` fixture is marked here); they fail
 (not skip) in CI when it is missing. `pytest` with no option runs everything.
 
@@ -82,7 +83,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark by what a test uses (fixtures are resolved transitively): MiniLM -> slow, ../shared/data -> shared_data."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        if "minilm" in used:
+        if used & {"minilm", "reader", "shared"}:  # a model, or the real PDFs and data sets: not the fast layer
             item.add_marker(pytest.mark.slow)
         if "shared" in used:
             item.add_marker(pytest.mark.shared_data)

@@ -27,7 +27,10 @@ def make_pdf(path: Path, pages: list[str], title: str | None = None, page_extra:
         ops.append("ET")
         stream = "\n".join(ops).encode("latin-1", "replace")
         objs.append(
-            f"<< {page_extra} /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode()
+            (
+                f"<< {page_extra} /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                f"/Resources << /Font << /F1 {font_id} 0 R >> >> /Contents {4 + 2 * i} 0 R >>"
+            ).encode()
         )
         objs.append(b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream")
     objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
@@ -81,7 +84,10 @@ def xobject_bomb(path: Path, levels: int = 40) -> Path:
     objs = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 {font} 0 R >> /XObject << /X0 {first} 0 R >> >> >>".encode(),
+        (
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            f"/Resources << /Font << /F1 {font} 0 R >> /XObject << /X0 {first} 0 R >> >> >>"
+        ).encode(),
         _stream(text),
     ]
     for i in range(levels):

@@ -150,11 +150,17 @@ def test_answer_line_takes_the_sentence_it_leans_on() -> None:
     f = analyse("How many questions per second can the dense retriever handle, compared with the Lucene baseline?", TOK)
     quote = widen("In contrast, BM25/Lucene processes 23.7 questions per second per CPU thread.", dpr, f, TOK)
     assert quote.startswith("With the help of FAISS") and quote.endswith("per CPU thread.") and quote in dpr
-    flash = "We do not need to store the dropout mask from the forward pass. Instead, we save the generator states and re-generate the dropout mask in the backward pass."
+    flash = (
+        "We do not need to store the dropout mask from the forward pass. "
+        "Instead, we save the generator states and re-generate the dropout mask in the backward pass."
+    )
     f = analyse("How does the backward computation avoid storing the dropout mask?", TOK)
     assert widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK) == flash
     f = analyse("Which activations are kept in memory?", TOK)  # "Instead" completes it, but says nothing asked here
-    assert widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK) == "We do not need to store the dropout mask from the forward pass."
+    assert (
+        widen("We do not need to store the dropout mask from the forward pass.", flash, f, TOK)
+        == "We do not need to store the dropout mask from the forward pass."
+    )
     own = "Transformers dominate NLP. This paper studies how many heads an attention layer needs."
     assert widen("This paper studies how many heads an attention layer needs.", own, analyse("How many heads?", TOK), TOK).startswith("This paper")
     said = "We train for 3 epochs. It is important to note that we use 8 heads in every layer."
@@ -175,7 +181,10 @@ def test_answer_line_takes_the_sentence_it_leans_on() -> None:
 
 def test_chart_text_before_a_caption_is_dropped() -> None:
     # pypdf runs a chart's axis ticks and legend into its caption (BEIR, p. 9 of the shared PDF)
-    s = "0 100 200 300 400 500 TREC-COVID [58] TAS-B ANCE 0 100 200 300 400 500 Touch\u00e9-2020 [5] TAS-B ANCE Figure 4: Distribution plots [22] for top-10 retrieved document lengths (in words)."
+    s = (
+        "0 100 200 300 400 500 TREC-COVID [58] TAS-B ANCE 0 100 200 300 400 500 Touch\u00e9-2020 [5] TAS-B ANCE "
+        "Figure 4: Distribution plots [22] for top-10 retrieved document lengths (in words)."
+    )
     assert strip_plot(s) == "Figure 4: Distribution plots [22] for top-10 retrieved document lengths (in words)." and s.endswith(strip_plot(s))
     # prose before a figure mention stays, and so does a caption with nothing before it
     prose = "As the chart for the 3 models in Figure 2: Results shows, the gap grows with size."
@@ -192,7 +201,9 @@ def test_debris_is_not_quotable() -> None:
     s = "3.2.3 Applications of Attention in our Model The Transformer uses multi-head attention in three different ways:"
     assert strip_heading(s) == "The Transformer uses multi-head attention in three different ways:" and s.endswith(strip_heading(s))
     # numbered headings in sentence case end at an opener that is rarely capitalised inside a sentence
-    assert strip_heading("2.3 Maximum number of pondering steps Since in practice we can only unroll the step function a few times.").startswith("Since in practice")
+    assert strip_heading(
+        "2.3 Maximum number of pondering steps Since in practice we can only unroll the step function a few times."
+    ).startswith("Since in practice")
     assert strip_heading("B.1 Training and evaluation details For this experiment we used the Parity task.").startswith("For this experiment")
     assert strip_heading("4.5 Dialogue Safety Evaluations Finally, we compare OPT-175B on two safety evaluations.").startswith("Finally, we compare")
     s = "A Transformer model uses BERT to encode the query and the documents in one pass."  # a lettered "heading" that is a sentence
@@ -254,7 +265,10 @@ def test_numeric_question_leads_with_the_number(qa: QA) -> None:
 def test_comparison_answer_quotes_both_sides(qa: QA) -> None:
     """askpdf_dev pdf-2004.04906-3: the best sentence is "In contrast, BM25/Lucene ... 23.7 questions per second";
     the answer line quotes it with the sentence it contrasts, DPR's 995.0."""
-    ans = qa.ask("How many questions per second can the dense retriever handle with an in-memory FAISS index, compared with the Lucene baseline?", Scope.for_paper("2004.04906"))
+    ans = qa.ask(
+        "How many questions per second can the dense retriever handle with an in-memory FAISS index, compared with the Lucene baseline?",
+        Scope.for_paper("2004.04906"),
+    )
     first = _first_quote(ans.answer)
     assert "995.0 questions per second" in first and "23.7 questions per second" in first
     assert ans.citations[0].support == 1.0
@@ -358,7 +372,9 @@ def test_setting_question_quotes_the_sentence_that_gives_it(qa: QA) -> None:
     """A question asking a setting's value favours sentences that give one: eval/askpdf_val.jsonl val-1706.03762-1 (beam
     width and length penalty for constituency parsing) quoted the sentence on tuning "beam size" on the development set,
     and not the one with the values, until the sentences that give a value of the asked setting gained."""
-    ans = qa.ask("For English constituency parsing, what beam width and length-penalty \u03b1 were used at inference time?", Scope.for_paper("1706.03762"), k=10)
+    ans = qa.ask(
+        "For English constituency parsing, what beam width and length-penalty \u03b1 were used at inference time?", Scope.for_paper("1706.03762"), k=10
+    )
     assert not ans.abstained and "beam size of 21 and \u03b1 = 0.3" in ans.answer
     ans = qa.ask("What learning rate and optimizer were used to train the dense retriever?", Scope.for_paper("2004.04906"), k=10)
     assert "learning rate of 10" in _first_quote(ans.answer)
@@ -370,7 +386,9 @@ def test_real_pdf_setting_the_paper_never_gives_is_refused(qa: QA) -> None:
     answered."""
     ans = qa.ask("What learning rate and batch size were used when fine-tuning the retrieval-augmented models end to end?", Scope.for_paper("2005.11401"), k=10)
     assert ans.abstained and "no passage gives the learning rate or batch size used" in ans.answer
-    ans = qa.ask("What batch size and how many lexical hard negatives per question were used to train the main dense retriever?", Scope.for_paper("2004.04906"), k=10)
+    ans = qa.ask(
+        "What batch size and how many lexical hard negatives per question were used to train the main dense retriever?", Scope.for_paper("2004.04906"), k=10
+    )
     assert not ans.abstained and "128" in ans.answer
 
 
@@ -426,7 +444,9 @@ def test_topic_map_quotes_what_answers_the_question(demo_qa: QA) -> None:
     ans = demo_qa.ask("What reward designs are used to train multi-turn search agents with RL?", Scope.for_topic("rl-for-llm-agents"), k=10)
     assert not ans.abstained
     head = ans.answer.splitlines()[0]
-    assert re.match(r"Reward designs used to train multi-turn search agents with RL, from \d+ of \d+ papers in RL for LLM Agents \(\d{4}-\d\d \u2013 \d{4}-\d\d\):", head)
+    assert re.match(
+        r"Reward designs used to train multi-turn search agents with RL, from \d+ of \d+ papers in RL for LLM Agents \(\d{4}-\d\d \u2013 \d{4}-\d\d\):", head
+    )
     groups = re.findall(r"^(\S.*) \((\d+) papers?\)$", ans.answer, re.M)
     assert len(groups) >= 2
     quotes = re.findall(r'^- .+?: "(.+)" \[(\d+)\]$', ans.answer, re.M)
@@ -560,7 +580,10 @@ def test_topic_map_groups_papers_by_their_stored_vectors() -> None:
 
     topics = ["process rewards for each search step", "outcome rewards over whole trajectories", "tree search rollouts for agents"]
     sources = [
-        Source(n=i + 1, paper_id=f"p{i}", title=f"P{i}: paper", text=f"P{i}: paper\n\nWe study {topics[i % 3]} and rewards for search agents in setting {i}.", score=1.0 / (i + 1), chunk_id=f"c{i}")
+        Source(
+            n=i + 1, paper_id=f"p{i}", title=f"P{i}: paper", text=f"P{i}: paper\n\nWe study {topics[i % 3]} and rewards for search agents in setting {i}.",
+            score=1.0 / (i + 1), chunk_id=f"c{i}",
+        )
         for i in range(6)
     ]
     base = HashingEmbedder()

@@ -2,8 +2,9 @@
 
 Opens the app, opens a topic and checks the momentum figures against the store, presses J/J/K/S and
 checks the saved list, asks a topic question and follows a citation link, uploads a real PDF and asks
-about it, clicks the answer's first citation and checks the viewer's page and highlight boxes, and checks that a hostile title renders as text; opens a hostile record (javascript: URL, HTML in
-its abstract) and asks about it: no dialog, no iframe, no javascript: link. Screenshots go to test-artefacts/.
+about it, clicks the answer's first citation and checks the viewer's page and highlight boxes, and checks
+that a hostile title renders as text; opens a hostile record (javascript: URL, HTML in its abstract) and asks
+about it: no dialog, no iframe, no javascript: link. Screenshots go to test-artefacts/.
 `.ci/run` installs Debian's chromium; in CI a missing browser fails the test instead of skipping it.
 """
 
@@ -159,7 +160,10 @@ def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs
     cite = next(c for c in ans.citations if c.page == cited_page)
     t0 = time.perf_counter()
     first.click()
-    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}")
+    page.wait_for_function(
+        f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); "
+        f"return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}"
+    )
     click_ms = 1000 * (time.perf_counter() - t0)
     # the boxes on the page are the ones computed from the page's text positions for that citation's quote
     expected = core.page_view("1706.03762", cited_page, cite.quote)
@@ -179,13 +183,19 @@ def test_app_in_a_real_browser(app_url: tuple[str, h.Core], page: Any, five_pdfs
     assert page.locator("#pc-viewer .pc-hl").count() == 0
     t0 = time.perf_counter()  # the same citation again: its page is rendered already (warm)
     first.click()
-    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}")
+    page.wait_for_function(
+        f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); "
+        f"return v && v.dataset.page === '{cited_page}' && v.querySelector('.pc-hl'); }}"
+    )
     print(f"citation click, page rendered before: {1000 * (time.perf_counter() - t0):.0f} ms")
     # a sources row opens its page too, with its passage highlighted
     row = page.locator(".pc-source[data-page] >> visible=true").nth(1)  # (the topic tab keeps its own, hidden)
     row_page = row.get_attribute("data-page")
     row.locator("blockquote").click()
-    page.wait_for_function(f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); return v && v.dataset.page === '{row_page}' && v.querySelector('.pc-hl'); }}")
+    page.wait_for_function(
+        f"() => {{ const v = document.querySelector('#pc-viewer .pc-viewer'); "
+        f"return v && v.dataset.page === '{row_page}' && v.querySelector('.pc-hl'); }}"
+    )
     assert not dialogs
 
 
@@ -243,7 +253,10 @@ def _ask_here(pg: Any, placeholder: str, question: str) -> list[str]:
     q = pg.get_by_placeholder(placeholder)
     q.fill(question)
     q.press("Enter")
-    pg.wait_for_function(f"(b) => {{ const s = {panel}; return s && s !== b && [...document.querySelectorAll('a.pc-bibtex')].some(a => a.offsetParent !== null); }}", arg=before, timeout=60_000)
+    pg.wait_for_function(
+        f"(b) => {{ const s = {panel}; return s && s !== b && [...document.querySelectorAll('a.pc-bibtex')].some(a => a.offsetParent !== null); }}",
+        arg=before, timeout=60_000,
+    )
     return _cited(pg)
 
 
@@ -290,12 +303,18 @@ def test_tags_collections_and_following_in_a_real_browser(built_library: Library
         row = next(i for i, pid in enumerate(ids) if tags.get(pid))
         slug = tags[ids[row]][0][0]
         rows.nth(row).locator("a.pc-fine").first.click()
-        page.wait_for_function("(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.offsetParent !== null && e.innerText === n)", arg=labels[slug])
+        page.wait_for_function(
+            "(n) => [...document.querySelectorAll('.pc-topic-head h2')].some(e => e.offsetParent !== null && e.innerText === n)", arg=labels[slug]
+        )
         assert labels[slug].lower() not in {t.name.lower() for t in built_library.topics.topics}  # never a hand-written name
         head = h.topic_header(core, slug)
         assert head["momentum"].sentence() in page.locator(".pc-momentum >> visible=true").first.inner_text()
         members = cat.tagged_papers(slug)
-        page.wait_for_function("(p) => { const r = [...document.querySelectorAll('.pc-list .pc-row')].filter(e => e.offsetParent !== null); return r.length && r[0].dataset.paper === p; }", arg=members[0])
+        page.wait_for_function(
+            "(p) => { const r = [...document.querySelectorAll('.pc-list .pc-row')].filter(e => e.offsetParent !== null); "
+            "return r.length && r[0].dataset.paper === p; }",
+            arg=members[0],
+        )
         shown_rows = page.locator(".pc-list .pc-row >> visible=true")
         assert [shown_rows.nth(i).get_attribute("data-paper") for i in range(shown_rows.count())] == members[: h.PAGE_SIZE]
         assert page.locator(".pc-momentum-box svg rect").count() == len(head["momentum"].weekly)  # (empty weeks: zero-height bars)

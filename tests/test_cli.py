@@ -45,7 +45,11 @@ def test_ask_prints_a_cited_answer(demo_library: Library) -> None:
     assert "the top passages returned by BM25" in body
     cited = set(re.findall(r"\[(\d+)\]", body))
     # [n] title. authors. date. url, p. N (support s): the page for a PDF chunk, none for the abstract
-    listed = re.findall(rf"^\[(\d+)\] {re.escape(PAPER_TITLE)}\. Ada Lovelace, Charles Babbage\. {PAPER_DATE}\. https://arxiv\.org/abs/{PAPER_ID}(?:, p\. (\d))? \(support (\S+)\)$", refs, re.M)
+    listed = re.findall(
+        rf"^\[(\d+)\] {re.escape(PAPER_TITLE)}\. Ada Lovelace, Charles Babbage\. {PAPER_DATE}\. "
+        rf"https://arxiv\.org/abs/{PAPER_ID}(?:, p\. (\d))? \(support (\S+)\)$",
+        refs, re.M,
+    )
     assert cited and cited == {n for n, _page, _support in listed}, (cited, refs)
     assert any(page == "2" for _n, page, _s in listed) and all(float(s) > 0.9 for _n, _p, s in listed)
     quotes = re.findall(r'^    "(.+)"$', refs, re.M)

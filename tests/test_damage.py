@@ -353,6 +353,7 @@ def test_cli_garbled_chroma_file(data: Path) -> None:
 # -- case 8: concurrent writers ------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_writer_lock_waits_with_one_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "

@@ -272,6 +272,7 @@ def test_learned_membership_from_neighbours(lib: Library, capsys: pytest.Capture
     assert f"and {len(learned[on])} papers whose nearest neighbours" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_repair_restores_discovered_topics_tags_and_learned_members(dlib: Library) -> None:
     """A damaged catalogue loses nothing discovery or `topics learn` made: `doctor --repair` puts the topics,
     every paper's tags (own cluster first, as discovery chose them) and the learned members back from
@@ -361,6 +362,7 @@ def test_topic_page_counts_in_sql_and_discovered_cache_follows_other_writers(dli
     assert cat.discovered() == []
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_first_start_loads_the_demo_and_discovers_topics(tmp_path: Path) -> None:
     """Round three: README command 1 on an empty folder showed only the hand-written topics; the first start
     now discovers the fine-grained ones (over the shipped MiniLM vectors), and a second start neither re-ingests nor re-discovers."""

@@ -143,6 +143,7 @@ def test_cli_rate_and_feed(demo_library: Library, capsys: pytest.CaptureFixture[
     assert main([*data, "rate", p, "clear"]) == 0 and "rating cleared" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_evaluation_beats_both_baselines_on_the_demo(demo_library: Library) -> None:
     """The demo's 1,548 papers over 28-day feeds (the full corpus uses weekly feeds: `paperchat eval feed`)."""
     ev = evaluate_feed(demo_library, weeks=6, feed_days=28, seeds=2, ks=(1, 10), min_train=15, min_test=5)

@@ -278,6 +278,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 def test_parser_workers_die_with_a_killed_ingest(tmp_path: Path) -> None:
     slow = [make_pdf(tmp_path / f"slow{i}.pdf", [f"Page {j}: " + "words of a long book " * 30 for j in range(3000)]) for i in range(2)]

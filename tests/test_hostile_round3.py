@@ -36,6 +36,7 @@ from tests.pdfmaker import huge_page, make_pdf, xobject_bomb
 # -- 1. PDFs that make PDFium allocate gigabytes ----------------------------------------------------
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_hostile_pages_cannot_take_the_process_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 9 KB PDF of 40 nested form XObjects and a 14,400-pt page: the view says the page cannot be shown (or
     draws it at most MAX_PIXELS), quickly, with this process's memory flat; then an ordinary page shows."""
@@ -91,7 +92,8 @@ def test_bibtex_fields_cannot_break_out(tmp_path: Path) -> None:
     papers = [
         Paper(id="acl-2020.main.1", title=r"A title \input{/etc/passwd} and \write18{rm -rf ~} }}", authors=["Smith and Wesson", "Ada Lovelace"],
               abstract="x", url="https://x.org/a}},@misc{urlpwn2,title={PWNED}", date=dt.date(2025, 1, 2)),
-        Paper(id="2501.00002", title="Plain {balanced} title", authors=["Bob"], abstract="y", abs_url="https://arxiv.org/abs/2501.00002", date=dt.date(2025, 1, 3)),
+        Paper(id="2501.00002", title="Plain {balanced} title", authors=["Bob"], abstract="y", abs_url="https://arxiv.org/abs/2501.00002",
+              date=dt.date(2025, 1, 3)),
     ]
     text = to_bibtex(papers)
     lib = bibtexparser.parse_string(text)

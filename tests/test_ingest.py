@@ -166,7 +166,9 @@ def test_cli_exit_codes_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     d = tmp_path / "store"
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(d), "PAPERCHAT_EMBEDDER": "hashing"}
     # the real command once (a subprocess: its exit status and stdout), then main() in this process
-    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "ingest", "abstracts", str(good), "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-m", "paperchat.cli", "ingest", "abstracts", str(good), "--json"], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert set(summary) >= {"papers", "chunks_added", "chunks_skipped", "failed", "seconds"}

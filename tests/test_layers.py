@@ -3,7 +3,7 @@
 - No import circle between our modules, counting imports inside functions and under TYPE_CHECKING: a circle
   is not dodged by moving an import into a function.
 - No arrow up: every module sits in one of LAYERS and imports only its own layer and those below.
-- The edges (ui/, cli/, mcp/, evaluation/, bench.py) import from paperchat only the facade
+- The edges (ui/, cli/, mcp/, evaluation/, bench/) import from paperchat only the facade
   (`paperchat.assistant`), the vocabulary (our types, settings, errors and pure helpers), their own package
   and the edges above them; they never reach through the facade into the library, store or catalogue.
 
@@ -30,8 +30,10 @@ VOCABULARY = (
 # lowest first; a module belongs to the layer of its longest listed prefix
 LAYERS: list[tuple[str, ...]] = [
     VOCABULARY,
-    ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns", "paperchat.fusion"),  # reading text; the backends (embedders, answerers)
-    ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields", "paperchat.writer"),  # storage
+    # reading text; the backends (embedders, answerers)
+    ("paperchat.answering", "paperchat.providers", "paperchat.tables.columns", "paperchat.fusion"),
+    # storage
+    ("paperchat.store", "paperchat.catalog", "paperchat.topics", "paperchat.reading", "paperchat.search_index", "paperchat.fields", "paperchat.writer"),
     ("paperchat.library",),  # the open stores together
     ("paperchat.retrieval", "paperchat.discovery", "paperchat.digest", "paperchat.foryou", "paperchat.importing", "paperchat.bibtex",
      "paperchat.ingestion", "paperchat.demo", "paperchat.feed", "paperchat.doctor", "paperchat.reader"),  # what is done with a library
@@ -45,7 +47,8 @@ LAYERS: list[tuple[str, ...]] = [
 CORE_SURFACE = (*VOCABULARY, "paperchat.assistant", "paperchat.tables.columns")
 # edge -> the edges it may call (higher or peer layers: the CLI starts the app, runs evaluations and benchmarks)
 EDGES: dict[str, tuple[str, ...]] = {
-    "paperchat.cli": ("paperchat.ui", "paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.launch"),  # launch: the entry point guarding the CLI's import
+    # launch: the entry point guarding the CLI's import
+    "paperchat.cli": ("paperchat.ui", "paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.launch"),
     "paperchat.mcp": (),
     "paperchat.launch": ("paperchat.cli",),
     "paperchat.ui": ("paperchat.evaluation",),  # the app's Evaluation tab shows the latest report
@@ -57,7 +60,9 @@ EDGES: dict[str, tuple[str, ...]] = {
 BELOW_THE_FACADE = {
     "paperchat.evaluation.beir": "SciFact benchmark of the retrieval parts: its own BM25 and dense index over SciFact, no library",
     "paperchat.evaluation.corpus": "builds the suite's quality corpus from a full store's search snapshot (its vectors), as demo.build_demo does",
-    "paperchat.evaluation.feed_eval": "fits the For you model on simulated researchers' ratings in memory (never written to the catalogue) over the library's feature space",
+    "paperchat.evaluation.feed_eval": (
+        "fits the For you model on simulated researchers' ratings in memory (never written to the catalogue) over the library's feature space"
+    ),
     "paperchat.evaluation.table_eval": "measures the table builder itself (cells of the gold set) and checks each quote against the PDF's own page text",
     "paperchat.evaluation.lab": "the evaluation-side facade: the instruments benchmarks and evaluations need below the app's facade",
     "paperchat.tables.train": "trains the cell picker over the table builder itself",

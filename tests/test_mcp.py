@@ -171,7 +171,10 @@ def test_every_tool_over_http_with_a_token(http_server: tuple[str, str], store: 
     url, token = http_server
 
     async def main() -> dict[str, Any]:
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, Client(streamable_http_client(url, http_client=http)) as client:
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
             return await _exercise(client, store, None, None)
 
     got = anyio.run(main)

@@ -88,7 +88,10 @@ def test_same_vectors_and_same_top10_as_torch(minilm: MiniLMEmbedder, onnx_fp32:
     assert float((ref * int8).sum(axis=1).min()) >= INT8_MIN_COS
     overlaps = []
     for q in _questions():
-        top = {name: list(np.argsort(-(docs @ emb.embed_query(q)))[:10]) for name, docs, emb in (("torch", ref, minilm), ("fp32", fp32, onnx_fp32), ("int8", int8, onnx_int8))}
+        top = {
+            name: list(np.argsort(-(docs @ emb.embed_query(q)))[:10])
+            for name, docs, emb in (("torch", ref, minilm), ("fp32", fp32, onnx_fp32), ("int8", int8, onnx_int8))
+        }
         assert top["fp32"] == top["torch"], q
         overlaps.append(len(set(top["int8"]) & set(top["torch"])))
     assert np.mean(overlaps) >= 8
@@ -118,7 +121,9 @@ def test_a_damaged_export_is_refused_and_made_again(models_dir: Path, tmp_path: 
 
 
 @pytest.mark.slow
-def test_store_guard_fp32_shares_the_torch_store_int8_does_not(minilm: MiniLMEmbedder, onnx_fp32: OnnxMiniLMEmbedder, onnx_int8: OnnxMiniLMEmbedder, sample_jsonl: Path, tmp_path: Path) -> None:
+def test_store_guard_fp32_shares_the_torch_store_int8_does_not(
+    minilm: MiniLMEmbedder, onnx_fp32: OnnxMiniLMEmbedder, onnx_int8: OnnxMiniLMEmbedder, sample_jsonl: Path, tmp_path: Path
+) -> None:
     data = tmp_path / "store"
     papers = [p for p in read_records(sample_jsonl) if isinstance(p, Paper)][:20]
     lib = Library(make_settings(data, embedder="minilm"), embedder=minilm)
@@ -145,7 +150,9 @@ def test_device_rules() -> None:
 
 
 @pytest.mark.slow
-def test_cuda_asked_without_a_gpu_falls_back_to_cpu_with_a_line(models_dir: Path, tmp_path: Path, sample_jsonl: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cuda_asked_without_a_gpu_falls_back_to_cpu_with_a_line(
+    models_dir: Path, tmp_path: Path, sample_jsonl: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """No GPU on this machine: PAPERCHAT_DEVICE=cuda embeds on the CPU and the ingest summary says so."""
     from paperchat.cli.common import print_report
 

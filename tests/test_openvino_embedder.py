@@ -71,6 +71,7 @@ def test_shares_the_fp32_store(onnx_fp32: OnnxMiniLMEmbedder, openvino: OpenVino
     assert hits and hits[0][0].paper_id == papers[0].id
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_falls_back_to_onnx_runtime_with_a_line(models_dir: Path, onnx_fp32: OnnxMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where OpenVINO cannot compile the model (or is not installed), the same export runs through ONNX Runtime
     and the embedder says so: the same vectors as fp32, not an error."""

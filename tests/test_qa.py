@@ -157,7 +157,10 @@ def test_abstains_when_nothing_is_relevant(built_library: Library) -> None:
 def test_followup_rewrite_is_shown() -> None:
     q = rewrite_followup("What dataset did they use?", ["How does Dense Passage Retrieval train its encoders?"])
     assert q.startswith("What dataset did they use?") and "Dense" in q and "encoders" in q
-    assert rewrite_followup("Which datasets are used to evaluate dense passage retrieval?", ["x"]) == "Which datasets are used to evaluate dense passage retrieval?"
+    assert (
+        rewrite_followup("Which datasets are used to evaluate dense passage retrieval?", ["x"])
+        == "Which datasets are used to evaluate dense passage retrieval?"
+    )
 
 
 def test_followup_through_qa(built_library: Library) -> None:
@@ -192,7 +195,10 @@ def test_llm_answer_marks_unsupported_sentences_and_keeps_the_evidence(built_lib
     question, scope = "How are negatives chosen?", Scope.for_paper("2004.04906")
     first = QA(built_library).sources(QA(built_library).retriever.search(question, scope, None))[0]
     quoted = next(s for s in split_sentences(first.text) if len(s.split()) >= 6)
-    reply = f"{quoted} [1]. Negatives are chosen by a committee of penguins on the moon [1]. Later work replaced them with synthetic negatives written by GPT-4."  # "[1]." after the stop
+    reply = (
+        f"{quoted} [1]. Negatives are chosen by a committee of penguins on the moon [1]. "  # "[1]." after the stop
+        "Later work replaced them with synthetic negatives written by GPT-4."
+    )
     with FakeLLM(reply) as llm:
         qa = QA(built_library, answerer=OpenAIAnswerer("fake", llm.url, timeout=10, max_retries=0))
         ans = qa.ask(question, scope)

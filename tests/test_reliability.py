@@ -69,7 +69,9 @@ def broken_pdfs(real: Path, tmp: Path) -> dict[str, tuple[Path, str | None]]:
     out["image-only"] = (blank_pdf(tmp / "image-only.pdf", 3), "no extractable text")
     out["thousands-of-pages"] = (make_pdf(tmp / "thousands-of-pages.pdf", [f"Page {i} of a proceedings volume." for i in range(3000)]), "page limit")
     deep = "[" * 5000 + "]" * 5000
-    out["deeply-nested"] = (make_pdf(tmp / "deeply-nested.pdf", ["Text long enough to be a page of a paper. " * 5], page_extra=f"/Deep {deep}"), "nested too deeply")
+    out["deeply-nested"] = (
+        make_pdf(tmp / "deeply-nested.pdf", ["Text long enough to be a page of a paper. " * 5], page_extra=f"/Deep {deep}"), "nested too deeply"
+    )
     put("over-size-limit", data + b"\n%" + b"x" * (4 * 1024 * 1024), "over the 4 MB limit")
     return out
 
@@ -117,6 +119,7 @@ def test_parser_time_limit_stops_a_slow_file(hashing_library: Library, tmp_path:
     assert rep.papers == 1  # the next file was still ingested
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_a_paper_longer_than_chromas_batch_is_stored_whole_or_not_at_all(hashing_library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma refuses one call of more than 5,461 rows: a 6,000-chunk paper is written in pages, and a page that fails
     takes the pages written before it away again (CI once parsed a 6,000-page PDF and could not store it)."""
@@ -321,6 +324,7 @@ def test_llm_faults_fall_back_to_extractive(demo_library: Library, mode: str) ->
     assert took < 30  # hang: bounded by the timeout and the retries
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_llm_without_or_with_invalid_citations(demo_library: Library) -> None:
     with FakeLLM("Negatives are chosen with care.") as llm:
         ans = QA(demo_library, answerer=OpenAIAnswerer("fake", llm.url, 5, 0)).ask("How are negatives chosen?", Scope.for_paper(PAPER_ID))

@@ -67,7 +67,9 @@ def test_topic_is_a_soft_prior(demo_library: Library) -> None:
     assert outsider is not None
     scope = Scope.for_topic("rag")
     soft = {h.chunk.paper_id: h for h in Retriever.of(demo_library).search(outsider.title, scope, k=8)}
-    ignored = {h.chunk.paper_id: h for h in Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)}
+    ignored = {
+        h.chunk.paper_id: h for h in Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)
+    }
     hard = Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
     assert outsider.id in soft and outsider.id not in {h.chunk.paper_id for h in hard}
     assert soft[outsider.id].score == pytest.approx(params.topic_outside_weight * ignored[outsider.id].score)

@@ -65,6 +65,8 @@ def test_soft_topic_prior_finds_papers_the_rules_miss(quality_library: Library, 
     qs = [q for q in _questions(shared, "topic_tune") if q.kind == "known-item" and not all(getattr(q, "rule_member", [True]))]
     assert len(qs) >= 3
     soft = retrieval_metrics(Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval, qs, None)
-    hard = retrieval_metrics(Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}), qs, None)
+    hard = retrieval_metrics(
+        Assistant(quality_library.settings, quality_library), quality_library.settings.retrieval.model_copy(update={"topic_outside_weight": 0.0}), qs, None
+    )
     assert all(soft[q.id]["recall@10"] == 1.0 for q in qs), {q.id: soft[q.id] for q in qs}
     assert all(hard[q.id]["recall@10"] == 0.0 for q in qs)

@@ -170,7 +170,9 @@ def test_legacy_store_paths_are_copied_or_not_linked(library: Library, tmp_path:
 
 
 def test_only_http_urls_become_links() -> None:
-    for bad in ("javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<b>x</b>", "vbscript:x", "/gradio_api/file=/etc/passwd", "//evil.example", "http://a b"):
+    for bad in (
+        "javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<b>x</b>", "vbscript:x", "/gradio_api/file=/etc/passwd", "//evil.example", "http://a b"
+    ):
         assert safe_url(bad) == "", bad
     for good in ("https://arxiv.org/abs/2004.04906", "http://example.org/paper?id=1"):
         assert safe_url(good) == good
@@ -252,7 +254,9 @@ def test_questions_over_the_limit_are_refused_everywhere(library: Library) -> No
 
 def test_cli_refuses_long_questions_in_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PAPERCHAT_DATA_DIR": str(tmp_path / "d")}
-    r = subprocess.run([sys.executable, "-m", "paperchat.cli", "ask", "--paper", "2004.04906", "why " * 1001], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "paperchat.cli", "ask", "--paper", "2004.04906", "why " * 1001], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == "paperchat: error: the question is 4,004 characters, over the 4,000 limit (shorten it)"
 

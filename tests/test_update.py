@@ -196,7 +196,9 @@ def test_a_cut_connection_stores_nothing_of_its_page_and_a_rerun_completes(cli_e
     assert set(ids_of("page2.xml")[:4]) <= stored(cli_env, tmp_path)
 
 
-def test_a_page_that_is_not_xml_is_one_line_and_changes_nothing(seeded: Assistant, api: Api, cli_env: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_page_that_is_not_xml_is_one_line_and_changes_nothing(
+    seeded: Assistant, api: Api, cli_env: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     api.mode[0] = "html"
     assert main(["update"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -310,6 +312,7 @@ def test_new_papers_are_tagged_with_discovered_topics(seeded: Assistant, api: Ap
 # -- issue 33, case 9: a server that never finishes, redirects elsewhere or ignores max_results ---------------
 
 
+@pytest.mark.slow  # integration: seconds, not the fast layer's unit checks
 def test_a_trickling_server_meets_a_deadline(seeded: Assistant, api: Api) -> None:
     api.mode[0] = "trickle"
     seeded.settings.arxiv_timeout_s = 2.0  # a header every 0.5 s never trips a 2 s socket timeout

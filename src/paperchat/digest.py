@@ -86,7 +86,10 @@ def digest(lib: Library, since: dt.datetime | None = None, peek: bool = False, n
         since = read_visit(raw, until)
         basis = "last visit"
         if since is None and raw:
-            since, basis = until - dt.timedelta(days=FIRST_VISIT_DAYS), f"the stored last visit {raw[:40]!r} is not a usable time: the last {FIRST_VISIT_DAYS} days"
+            since, basis = (
+                until - dt.timedelta(days=FIRST_VISIT_DAYS),
+                f"the stored last visit {raw[:40]!r} is not a usable time: the last {FIRST_VISIT_DAYS} days",
+            )
         elif since is None:
             since, basis = until - dt.timedelta(days=FIRST_VISIT_DAYS), f"first visit: the last {FIRST_VISIT_DAYS} days"
     added = cat.added_between(since, until)

@@ -184,7 +184,9 @@ class ArxivClient:
                 return _within(self.timeout, lambda r=req: self._fetch(r, host))  # type: ignore[misc]
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRY_STATUS:
-                    raise SourceError(f"the arXiv API at {host} answered HTTP {exc.code} {exc.reason}", "check PAPERCHAT_ARXIV_API_URL and PAPERCHAT_ARXIV_CATEGORIES") from exc
+                    raise SourceError(
+                        f"the arXiv API at {host} answered HTTP {exc.code} {exc.reason}", "check PAPERCHAT_ARXIV_API_URL and PAPERCHAT_ARXIV_CATEGORIES"
+                    ) from exc
                 error: BaseException = exc
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 backoff = min(float(retry_after), MAX_RETRY_AFTER_S) if retry_after and retry_after.strip().isdigit() else 0.0
@@ -196,7 +198,10 @@ class ArxivClient:
                     ) from exc
                 error, backoff = exc, 0.0
             backoff = max(backoff, self.delay * 2**attempt)
-        what = f"HTTP {error.code}" if isinstance(error, urllib.error.HTTPError) else f"{type(error).__name__}: {getattr(error, 'reason', error) or 'connection cut'}"
+        what = (
+            f"HTTP {error.code}" if isinstance(error, urllib.error.HTTPError)
+            else f"{type(error).__name__}: {getattr(error, 'reason', error) or 'connection cut'}"
+        )
         raise NetworkError(f"the arXiv API at {host} failed {self.retries + 1} times ({what})", RERUN)
 
 

@@ -193,7 +193,10 @@ def fit(space: FeatureSpace, sigs: list[Signal], followed: list[str], followed_i
     if not len(pos) and not len(prior):
         return Model(space, sigs, followed, None, 0.0, (time.perf_counter() - t0) * 1000, pos)
     taken = set(pos.tolist()) | set(neg.tolist()) | set(prior.tolist()) | {space.pos[p] for p in known if p in space.pos}
-    pool = np.asarray([i for i in rng.choice(len(space.ids), size=min(len(space.ids), BACKGROUND + len(taken)), replace=False) if int(i) not in taken][:BACKGROUND], dtype=np.int64)
+    pool = np.asarray(
+        [i for i in rng.choice(len(space.ids), size=min(len(space.ids), BACKGROUND + len(taken)), replace=False) if int(i) not in taken][:BACKGROUND],
+        dtype=np.int64,
+    )
     rows = np.concatenate([pos, prior, neg, pool])
     y = np.concatenate([np.ones(len(pos) + len(prior)), np.zeros(len(neg) + len(pool))])
     prior_w = PRIOR_WEIGHT / max(len(prior), 1)

@@ -161,7 +161,10 @@ def read_csl_json(text: str, source: str) -> tuple[list[Entry], list[tuple[str, 
         authors = [_clean(f"{a.get('given', '')} {a.get('family', '')}" if "family" in a else str(a.get("literal", "")))
                    for a in it.get("author", []) if isinstance(a, dict)]
         parts = (it.get("issued") or {}).get("date-parts") if isinstance(it.get("issued"), dict) else None
-        date = "-".join(f"{int(x):02d}" for x in parts[0]) if parts and parts[0] and all(isinstance(x, int | str) and str(x).isdigit() for x in parts[0]) else None
+        date = (
+            "-".join(f"{int(x):02d}" for x in parts[0])
+            if parts and parts[0] and all(isinstance(x, int | str) and str(x).isdigit() for x in parts[0]) else None
+        )
         out.append(Entry(
             where=where, key=str(it.get("id", i)),
             arxiv_id=arxiv_id_of(*(str(it.get(k) or "") for k in ("archive_ID", "number", "URL", "DOI"))),

@@ -7,6 +7,8 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from paperchat.answering import evidence
 from paperchat.answering.evidence import Evidence, scope_counts
 from paperchat.answering.topic_map import TopicContext
@@ -61,9 +63,25 @@ class QA:
         self._answerer = answerer
         conf = library.settings.answers
         self.extractive = ExtractiveAnswerer(
-            embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=lambda ids: library.store.vectors(ids),
+            embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=self._stored_vectors,
             reader=sentence_reader(library.settings), reader_mix=conf.reader_mix,
         )
+
+    def _stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks, from the search snapshot (a row-aligned copy of the store's own), so
+        an answer reads no vector from Chroma; a chunk the snapshot lacks comes from the store."""
+        snap = self.lib.ready_index()
+        out: dict[str, np.ndarray] = {}
+        missing = []
+        for cid in ids:
+            i = snap.pos.get(cid)
+            if i is not None and snap.vectors is not None:
+                out[cid] = snap.vectors[i]
+            else:
+                missing.append(cid)
+        if missing:
+            out.update(self.lib.store.vectors(missing))
+        return out
 
     @property
     def answerer(self) -> Answerer:
@@ -129,7 +147,8 @@ class QA:
         conf = self.lib.settings.answers
         paper = scope.kind == "paper"
         rule = evidence.Refusal(
-            conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names, min_asked=conf.refuse_asked_below if paper else 0.0,
+            conf.refuse_below if paper else conf.refuse_below_topic, names=paper and conf.refuse_missing_names,
+            min_asked=conf.refuse_asked_below if paper else 0.0,
             measures=paper and conf.refuse_unstated_measure, settings=paper and conf.refuse_unstated_setting,
             min_reader=conf.reader_refuse_below if paper else None,
         )
@@ -186,7 +205,9 @@ class QA:
                 pass  # fall back to the deterministic rewrite
         return rewrite_followup(question, history)
 
-    def stream(self, question: str, scope: Scope, history: Sequence[str] = (), k: int | None = None, answerer: Answerer | None = None) -> Iterator[str | Answer]:
+    def stream(
+        self, question: str, scope: Scope, history: Sequence[str] = (), k: int | None = None, answerer: Answerer | None = None
+    ) -> Iterator[str | Answer]:
         """Yield answer text pieces as they come, then the final Answer record.
 
         Raises:
@@ -206,7 +227,9 @@ class QA:
         hits = self.retriever.search(query, scope, k)
         timings["retrieve"] = (time.perf_counter() - t1) * 1000
         sources = self.sources(hits)
-        record = Answer(question=question, query=query, rewritten=query != question, answer="", scope=scope, sources=sources, answerer=answerer.name, model=answerer.model)
+        record = Answer(
+            question=question, query=query, rewritten=query != question, answer="", scope=scope, sources=sources, answerer=answerer.name, model=answerer.model
+        )
         best = max((h.dense or 0.0 for h in hits), default=0.0)
         t2 = time.perf_counter()
         refusal = self.refusal(query, scope, sources) if hits and best >= self.lib.settings.retrieval.abstain_below else None

@@ -401,7 +401,9 @@ def as_langchain_retriever(retriever: Retriever, scope: Scope, k: int | None = N
                 Document(
                     page_content=h.chunk.text,
                     id=h.chunk.id,
-                    metadata={"paper_id": h.chunk.paper_id, "page": h.chunk.page, "kind": h.chunk.kind, "score": h.score, "dense": h.dense, "lexical": h.lexical},
+                    metadata={
+                        "paper_id": h.chunk.paper_id, "page": h.chunk.page, "kind": h.chunk.kind, "score": h.score, "dense": h.dense, "lexical": h.lexical,
+                    },
                 )
                 for h in retriever.search(query, scope, k)
             ]

@@ -201,7 +201,8 @@ class Answer(BaseModel):
     statements: list[Statement] = Field(default_factory=list, description="an LLM answer's sentences, each with its support")
     evidence: str = Field(default="", description="an LLM answer's extractive answer from the same sources, shown below it")
     reader_top: float | None = Field(
-        default=None, description="paper answers with the sentence reader on: its best logit over the sentences read (above 0: it would quote one rather than refuse)"
+        default=None,
+        description="paper answers with the sentence reader on: its best logit over the sentences read (above 0: it would quote one rather than refuse)",
     )
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
@@ -209,7 +210,10 @@ class Answer(BaseModel):
         """The answer as a JSON-ready dict, with sources reduced to their key fields."""
         data = self.model_dump(mode="json")
         data["sources"] = [
-            {"n": s.n, "paper_id": s.paper_id, "page": s.page, "score": round(s.score, 5), "dense": s.dense, "lexical": s.lexical, "title": s.title, "url": s.url, "chunk_id": s.chunk_id}
+            {
+                "n": s.n, "paper_id": s.paper_id, "page": s.page, "score": round(s.score, 5), "dense": s.dense, "lexical": s.lexical, "title": s.title,
+                "url": s.url, "chunk_id": s.chunk_id,
+            }
             for s in self.sources
         ]
         return data

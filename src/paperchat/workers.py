@@ -92,9 +92,9 @@ def die_with_parent(parent: int, extra_mb: float = 0.0, deathsig: bool = True) -
 
 class BoundedWorker:
     """One child process that runs calls one at a time, each within `timeout_s`, the child within `memory_mb`
-    of address space beyond its start. Started on first use (forked: a spawned interpreter would need an importable `__main__`, which `python -c`, stdin and notebooks lack: the child is
-    forked, as the PDF parser's are, and only ever runs the one library call); restarted after a call that timed out
-    or killed it.
+    of address space beyond its start. Started on first use (forked: a spawned interpreter would need an importable
+    `__main__`, which `python -c`, stdin and notebooks lack: the child is forked, as the PDF parser's are, and only
+    ever runs the one library call); restarted after a call that timed out or killed it.
 
     Args:
         timeout_s: the most seconds one call may take.

@@ -137,8 +137,8 @@ def read(focus: Focus, ranked: Sequence[Scored], cands: Sequence[Candidate], sou
     set_value = not focus.settings or any(s.gives_setting for s in ranked[:SETTING_TOP])
     near = next((s for s in ranked[:SETTING_TOP] if any(names_setting(k, s.text) for k in focus.settings)), None)
     return Evidence(
-        round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted, asked_cover(focus, ranked), measured, focus.measure,
-        set_value, focus.settings, near, None if reader_top is None else round(reader_top, 4),
+        round(coverage, 4), round(max(s.cosine for s in head), 4), round(absent, 4), missing, bool(fitting), best, counted,
+        asked_cover(focus, ranked), measured, focus.measure, set_value, focus.settings, near, None if reader_top is None else round(reader_top, 4),
     )
 
 
@@ -169,7 +169,10 @@ class Refusal:
         thin_asked = ev.asked is not None and ev.asked < self.min_asked
         unset = self.settings and not ev.set_value
         unread = self.min_reader is not None and ev.reader_top is not None and ev.reader_top < self.min_reader
-        return (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked or (self.measures and not ev.measured) or unset or unread
+        return (
+            (self.names and bool(ev.missing_names)) or ev.strength < self.min_strength or thin_asked
+            or (self.measures and not ev.measured) or unset or unread
+        )
 
     def nearest(self, ev: Evidence) -> Scored | None:
         """The sentence to show with the refusal: where the paper speaks of the setting whose value it does not give
@@ -183,7 +186,9 @@ class Refusal:
         if self.names and ev.missing_names:
             return f"the sources never mention {' '.join(ev.missing_names)}"
         if self.measures and not ev.measured:
-            return {"money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens"}.get(ev.measure, "no passage states how long it took")
+            return {
+                "money": "no passage states an amount of money", "size": "no passage states how many parameters or tokens",
+            }.get(ev.measure, "no passage states how long it took")
         if self.settings and not ev.set_value:
             return f"no passage gives the {' or '.join(ev.settings)} used"
         return "no passage says it"

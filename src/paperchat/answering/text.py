@@ -22,10 +22,16 @@ _NUMBER_WORDS = (
     r"hundreds|thousand|thousands|million|millions|billion|billions|half|dozen|twice|double|triple"
 )
 # A number that is the answer, not a pointer: "Table 3", "Section 4.2", "[12]", "Eq. (2)" do not count.
-_POINTER = re.compile(r"\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Algorithm|Step|Line)\s*\(?\d+(?:\.\d+)*\)?|\[\d+(?:[,\s\u2013-]+\d+)*\]")
+_POINTER = re.compile(
+    r"\b(?:Table|Tab\.|Figure|Fig\.|Section|Sec\.|Eq\.|Equation|Appendix|Algorithm|Step|Line)\s*\(?\d+(?:\.\d+)*\)?"
+    r"|\[\d+(?:[,\s\u2013-]+\d+)*\]"
+)
 # Numbers that only mark structure: a list marker "(1)", "(ii)"; a section number before its heading
 # ("3.3 Topic and Review Selection"); a footnote mark stuck to a word's final stop ("embeddings.4").
-_MARKER = re.compile(r"(?:^\s*|(?<=[:;,.]\s)|(?<=\band\s)|(?<=\bor\s))\((?:\d{1,2}|[ivx]{1,4}|[a-h])\)|^\s*\d{1,2}\.?\s+(?=[A-Z][a-z])|\b\d+(?:\.\d+)+\s+(?=[A-Z][a-z])|(?<=[a-z][.,;:])\d{1,2}\b")
+_MARKER = re.compile(
+    r"(?:^\s*|(?<=[:;,.]\s)|(?<=\band\s)|(?<=\bor\s))\((?:\d{1,2}|[ivx]{1,4}|[a-h])\)|^\s*\d{1,2}\.?\s+(?=[A-Z][a-z])"
+    r"|\b\d+(?:\.\d+)+\s+(?=[A-Z][a-z])|(?<=[a-z][.,;:])\d{1,2}\b"
+)
 _CITE_YEAR = re.compile(r"\(\s*[A-Z][^()]{0,80}?(?:19|20)\d\d[a-z]?\s*\)|et al\.,?\s*\(?(?:19|20)\d\d")
 _HAS_NUMBER = re.compile(rf"(?<![A-Za-z\d])\d|\b(?:{_NUMBER_WORDS})\b", re.I)
 _YEAR = re.compile(r"\b(?:19[5-9]\d|20[0-4]\d)\b")
@@ -134,7 +140,9 @@ def problem_statement(sentence: str) -> bool:
 
 
 # Venue and header acronyms that running page headers glue into sentences: not answers.
-_HEADER_NAMES = frozenset("ACL EMNLP NAACL EACL COLING CHI UIST CSCW NeurIPS NIPS ICML ICLR AAAI IJCAI KDD SIGIR WWW CVPR ICCV ECCV TACL JMLR ACM IEEE arXiv".split())
+_HEADER_NAMES = frozenset(
+    "ACL EMNLP NAACL EACL COLING CHI UIST CSCW NeurIPS NIPS ICML ICLR AAAI IJCAI KDD SIGIR WWW CVPR ICCV ECCV TACL JMLR ACM IEEE arXiv".split()
+)
 
 
 def names_in(text: str) -> set[str]:

@@ -174,7 +174,12 @@ def focus_phrase(question: str) -> str:
         text = f"{m.group(1)} {rest}"
         return text[:1].upper() + text[1:]
     # "What approaches synthesize environments ..." -> "Approaches that synthesize environments ..."
-    m = re.match(r"(?i)^(?:what|which)\s+((?:[\w-]+\s+){0,2}?(?:approaches|methods|techniques|works|papers|models|systems|strategies|frameworks|benchmarks|datasets|algorithms))\s+(?!(?:for|to|with|of|in|on|that|which|from|by|at|as|and|or|exist|are|is)\b)(.+)$", q)
+    m = re.match(
+        r"(?i)^(?:what|which)\s+((?:[\w-]+\s+){0,2}?"
+        r"(?:approaches|methods|techniques|works|papers|models|systems|strategies|frameworks|benchmarks|datasets|algorithms))"
+        r"\s+(?!(?:for|to|with|of|in|on|that|which|from|by|at|as|and|or|exist|are|is)\b)(.+)$",
+        q,
+    )
     if m:
         return f"{m.group(1)[:1].upper()}{m.group(1)[1:]} that {m.group(2)}"
     return f'"{q}?"'

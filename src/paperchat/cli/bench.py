@@ -70,9 +70,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `bench`."""
-    bn = sub.add_parser("bench", help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, startup and memory, the paper viewer")
+    bn = sub.add_parser(
+        "bench",
+        help="benchmarks: ingest (ours / MiniLM alone / naive LangChain, re-ingest), query latency by store size, "
+        "startup and memory, the paper viewer",
+    )
     bn.add_argument("what", choices=["ingest", "ray", "query", "startup", "viewer"])
-    bn.add_argument("source", help="ingest, ray: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; startup: a question; viewer: a PDF")
+    bn.add_argument(
+        "source",
+        help="ingest, ray: an abstracts JSONL; query: a topic question set (JSONL) over PAPERCHAT_DATA_DIR; "
+        "startup: a question; viewer: a PDF",
+    )
     bn.add_argument("--set", help="viewer: also place the evidence quotes (and AskPDF's citations) of this paper question set")
     bn.add_argument("--pdf-root", help="viewer --set: the folder the set's `pdf` paths are relative to (default: ../pdfs beside the set's folder)")
     bn.add_argument("--limit", type=int_in(1, 10_000_000, "--limit"), help="ingest, ray: only the first N records")

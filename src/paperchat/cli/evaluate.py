@@ -95,7 +95,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"{m['unanswerable']} unanswerable refused, {m['wrong_refusals']} of {m['answerable']} answerable wrongly refused"
         )
     m = ev["on_all"]
-    print(f"recommended PAPERCHAT_ANSWERS__REFUSE_BELOW={ev['recommended']} (now {ev['current']}): {m['right_refusals']} of {m['unanswerable']} right refusals, {m['wrong_refusals']} of {m['answerable']} wrong")
+    print(
+        f"recommended PAPERCHAT_ANSWERS__REFUSE_BELOW={ev['recommended']} (now {ev['current']}): "
+        f"{m['right_refusals']} of {m['unanswerable']} right refusals, {m['wrong_refusals']} of {m['answerable']} wrong"
+    )
     sk = res["asked"]
     print(f"asked-words rule (PAPERCHAT_ANSWERS__REFUSE_ASKED_BELOW, now {sk['current']}), with the evidence threshold as it is:")
     for r in sk["table"]:

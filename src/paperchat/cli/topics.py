@@ -108,8 +108,13 @@ def register(sub: Any) -> None:
     t.add_argument("--check", metavar="JSONL", help="apply the topic rules to a metadata file (no ingest): counts and a sample")
     t.add_argument("--sample", type=int_in(0, 10_000, "--sample"), default=20, help="with --check: papers listed per topic")
     t.add_argument("--seed", type=int_in(0, 2**32 - 1, "--seed"), default=0, help="with --check, sample or discover: the seed")
-    t.add_argument("action", nargs="?", choices=ACTIONS, help="discover topics, show one, sample papers per topic, gold coverage, learn membership beyond the rules")
-    t.add_argument("slug", nargs="?", help="with show: the topic; with coverage: a topic question set (JSONL); with learn: question sets (comma-separated) to measure gold recall")
+    t.add_argument(
+        "action", nargs="?", choices=ACTIONS, help="discover topics, show one, sample papers per topic, gold coverage, learn membership beyond the rules"
+    )
+    t.add_argument(
+        "slug", nargs="?",
+        help="with show: the topic; with coverage: a topic question set (JSONL); with learn: question sets (comma-separated) to measure gold recall",
+    )
     t.add_argument("--trending", action="store_true", help="every topic ranked by momentum")
     t.add_argument("--weeks", type=int_in(1, 520, "--weeks"), default=4, help="with --trending or show: window length in weeks")
     t.add_argument("--min-count", type=int_in(0, 10_000_000, "--min-count"), default=10, help="with --trending: fewest papers (both windows) to rank")

@@ -33,7 +33,9 @@ def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path |
     for q in questions:
         scope = question_scope(assistant, q, data)
         hits = search(q.question, scope, EVAL_K)
-        row: dict[str, Any] = {"id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0)}
+        row: dict[str, Any] = {
+            "id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0),
+        }
         if evidence and q.scope == "paper" and hits:
             ev = Lab(assistant).evidence(q.question, scope, hits)
             row.update(strength=ev["strength"], missing_names=list(ev["missing_names"]), asked=ev["asked"], measured=ev["measured"])  # type: ignore[call-overload]

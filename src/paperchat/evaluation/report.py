@@ -43,7 +43,10 @@ def markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         parts = summary.get(group) or {}
         if not parts:
             continue
-        keys = ["retrieval.recall@10", "retrieval.recall@20", "retrieval.judged_precision@10", "retrieval.judged@10", "retrieval.mrr", "retrieval.page_hit@5", "retrieval.evidence_hit@5", "answer.f1", "answer.accuracy", "citations.precision"]
+        keys = [
+            "retrieval.recall@10", "retrieval.recall@20", "retrieval.judged_precision@10", "retrieval.judged@10", "retrieval.mrr", "retrieval.page_hit@5",
+            "retrieval.evidence_hit@5", "answer.f1", "answer.accuracy", "citations.precision",
+        ]
         lines += ["", f"## Per {group[:-1]}", "", "| " + group[:-1] + " | n | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
         for name, s in parts.items():
             f = flat(s)
@@ -87,7 +90,10 @@ def html_report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     for group in ("sets", "topics"):
         for name, s in (summary.get(group) or {}).items():
             sf = flat(s)
-            parts.append(_bars(f"{group[:-1]}: {name}", {k: sf.get(k) for k in ("retrieval.recall@10", "retrieval.mrr", "retrieval.page_hit@5", "answer.f1", "answer.accuracy")}))
+            parts.append(_bars(
+                f"{group[:-1]}: {name}",
+                {k: sf.get(k) for k in ("retrieval.recall@10", "retrieval.mrr", "retrieval.page_hit@5", "answer.f1", "answer.accuracy")},
+            ))
     parts.append("<h2>Worst questions</h2><table><tr><th>id</th><th>question</th><th>why</th></tr>")
     for r in _worst(rows):
         parts.append(f"<tr><td>{html.escape(r['id'])}</td><td>{html.escape(r['question'])}</td><td>{html.escape(_why(r))}</td></tr>")

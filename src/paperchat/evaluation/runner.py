@@ -160,7 +160,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {
         "n": len(rows),
-        "retrieval": {k: _mean(rows, f"retrieval.{k}") for k in ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "judged_precision@10", "judged@10", "page_hit@5", "evidence_hit@5")},
+        "retrieval": {
+            k: _mean(rows, f"retrieval.{k}")
+            for k in ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10", "judged_precision@10", "judged@10", "page_hit@5", "evidence_hit@5")
+        },
         "answer": {
             "f1": _mean(rows, "answer.f1"),
             "contains": _mean(rows, "answer.contains"),
@@ -178,7 +181,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         },
         "citations": {k: _mean(rows, f"citations.{k}") for k in ("validity", "precision", "recall", "gold_first", "on_question", "support")},
         "judge": {k: _mean(rows, f"judge.{k}") for k in ("correct", "faithful")} if any("judge.correct" in r["metrics"] for r in rows) else None,
-        "latency_ms": {"retrieve_p50": lat("retrieve", 50), "retrieve_p95": lat("retrieve", 95), "answer_p50": lat("answer", 50), "answer_p95": lat("answer", 95)},
+        "latency_ms": {
+            "retrieve_p50": lat("retrieve", 50), "retrieve_p95": lat("retrieve", 95), "answer_p50": lat("answer", 50), "answer_p95": lat("answer", 95),
+        },
     }
     return out
 

@@ -87,7 +87,8 @@ class Sweep:
 
 
 def run_sweep(
-    assistant: Assistant, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None, judged: Judgments | None = None
+    assistant: Assistant, base: RetrievalSettings, param: str, values: Sequence[Any], questions: Sequence[Question], data: Path | None,
+    judged: Judgments | None = None,
 ) -> Sweep:
     """Metrics of every question for every value of one retrieval setting (others as in `base`)."""
     if param not in RetrievalSettings.model_fields:

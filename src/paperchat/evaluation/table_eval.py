@@ -121,6 +121,8 @@ def evaluate_table(core: Assistant, gold_path: Path, data: Path, builder: TableB
                     pages[pdf] = _page_texts(data, pdf)
                 texts = pages.get(pdf, [])
                 valid = 0 < cell.page <= len(texts) and letters_and_digits(quote)[:200] in letters_and_digits(texts[cell.page - 1]) if texts else None
-        ev.cells.append(CellScore(g["id"], pid, g["column"], bool(g["not_stated"]), cell.not_stated, holds, valid, cell.low_confidence, quote, cell.page, half_of(pid)))
+        ev.cells.append(CellScore(
+            g["id"], pid, g["column"], bool(g["not_stated"]), cell.not_stated, holds, valid, cell.low_confidence, quote, cell.page, half_of(pid)
+        ))
     ev.seconds = time.perf_counter() - t0
     return ev

@@ -116,7 +116,9 @@ def read_pdf(path: Path, max_mb: float = 50.0, max_pages: int = 2000, extractor:
 
 
 def _too_many_pages(n: int, max_pages: int) -> SourceError:
-    return SourceError(f"the PDF has {n} pages, over the {max_pages} page limit (a book or a proceedings volume?)", "split it, or raise PAPERCHAT_MAX_PDF_PAGES")
+    return SourceError(
+        f"the PDF has {n} pages, over the {max_pages} page limit (a book or a proceedings volume?)", "split it, or raise PAPERCHAT_MAX_PDF_PAGES"
+    )
 
 
 def _pages_pypdf(path: Path, max_pages: int) -> tuple[list[Page], str, str | None]:

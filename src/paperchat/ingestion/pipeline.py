@@ -240,7 +240,8 @@ class Ingester:
                 self._flush_pdfs(group, report)  # the same paper twice: the second is planned after the first is written
                 group = []
             try:
-                group.append(self._plan_pdf(res.path, res.pdf, side, chunker, PdfStamp(shas[res.path], s.chunk_size, s.chunk_overlap, s.pdf_extractor), paper_id,
+                group.append(self._plan_pdf(res.path, res.pdf, side, chunker,
+                                            PdfStamp(shas[res.path], s.chunk_size, s.chunk_overlap, s.pdf_extractor), paper_id,
                                             rechunked.get(res.path)))
             except Exception as exc:  # a store error on one file must not lose the rest of the batch
                 report.failed.append(Failure(str(res.path), f"could not be stored ({type(exc).__name__}: {exc})"))

@@ -290,7 +290,10 @@ def read_records(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
             yield Failure(str(path), f"cannot open: {exc.strerror or exc}")
             return
         if len(data) > MAX_ATOM_BYTES:
-            yield Failure(str(path), f"this Atom file is over {MAX_ATOM_BYTES // 2**20} MB (an arXiv API page of 2,000 entries is about 5 MB); ask the API for smaller pages")
+            yield Failure(
+                str(path),
+                f"this Atom file is over {MAX_ATOM_BYTES // 2**20} MB (an arXiv API page of 2,000 entries is about 5 MB); ask the API for smaller pages",
+            )
             return
         yield from parse_atom(data, str(path))
         return

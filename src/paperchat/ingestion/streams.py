@@ -31,7 +31,10 @@ def not_a_regular_file(path: Path) -> str | None:
         return f"cannot read: {exc.strerror or exc}"
     if stat.S_ISREG(mode):
         return None
-    kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    kind = (
+        "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+    )
     return f"{path} is {kind}, not a regular file: give the path of a file"
 
 

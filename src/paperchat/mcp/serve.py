@@ -41,7 +41,10 @@ def bearer_guard(app: ASGI, token: str) -> ASGI:
             got = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not hmac.compare_digest(got, want):
                 body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-                await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({
+                    "type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                })
                 await send({"type": "http.response.body", "body": body})
                 return
         await app(scope, receive, send)

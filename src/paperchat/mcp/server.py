@@ -215,7 +215,10 @@ def build_server(core: Assistant, allowed_folders: list[Path] | None = None) -> 
                     pages = view.pages if view is not None and view.pages else None
                 except PaperchatError:
                     pages = None
-            return {**_paper_json(p, core.paper_tags([p.id]).get(p.id)), "abstract": p.abstract, "categories": p.categories, "has_pdf": pdf is not None, "pages": pages}
+            return {
+                **_paper_json(p, core.paper_tags([p.id]).get(p.id)),
+                "abstract": p.abstract, "categories": p.categories, "has_pdf": pdf is not None, "pages": pages,
+            }
 
         return tools.call(run)
 

@@ -53,5 +53,6 @@ def get_answerer(settings: Settings, name: str | None = None, embedder: Embedder
     server = shared_server(settings, spec.model)
     loc = settings.local
     return LocalAnswerer(
-        server.alias, server.base_url, settings.llm_timeout_s, settings.llm_max_retries, loc.max_tokens, loc.max_sources, loc.source_chars, loc.sentences, embedder
+        server.alias, server.base_url, settings.llm_timeout_s, settings.llm_max_retries, loc.max_tokens, loc.max_sources, loc.source_chars, loc.sentences,
+        embedder,
     )

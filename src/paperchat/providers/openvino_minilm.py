@@ -79,7 +79,10 @@ class OpenVinoMiniLMEmbedder(OnnxMiniLMEmbedder):
                     log.warning("OpenVINO cannot run the model here (%s): using ONNX Runtime", exc)
                     self._fallback = True
                     self.precision = "f32"
-                    self._fallback_note = f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); embedded through ONNX Runtime (the same vectors; scripts/setup.sh installs openvino)"
+                    self._fallback_note = (
+                        f"OpenVINO cannot run here ({type(exc).__name__}: {str(exc)[:120]}); "
+                        "embedded through ONNX Runtime (the same vectors; scripts/setup.sh installs openvino)"
+                    )
                 else:
                     from paperchat.providers.devices import gpu_present
 

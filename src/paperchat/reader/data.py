@@ -127,7 +127,9 @@ def load_groups(files: Sequence[Path], data: Path, tok: Tokenizer) -> Iterator[G
                 if scores[best] < 0.6:
                     continue
                 answer = best
-            yield Group(str(row["id"]), doc, str(row["question"]), tuple(c.text for c in cands), tuple(neighbours_of(cands, i) for i in range(len(cands))), answer)
+            yield Group(
+                str(row["id"]), doc, str(row["question"]), tuple(c.text for c in cands), tuple(neighbours_of(cands, i) for i in range(len(cands))), answer
+            )
 
 
 def split_by_document(groups: Sequence[Group], val_share: float, seed: int = 35) -> tuple[list[Group], list[Group]]:

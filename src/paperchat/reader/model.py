@@ -63,7 +63,9 @@ class SentenceReader:
                 if self.check:
                     want = (self.folder / "model.sha256").read_text().split()[0]
                     if sha256_file(path) != want:
-                        raise ConfigError(f"{path} does not match its sha256 in model.sha256", "restore models/ from the repository, or set PAPERCHAT_READER=off")
+                        raise ConfigError(
+                            f"{path} does not match its sha256 in model.sha256", "restore models/ from the repository, or set PAPERCHAT_READER=off"
+                        )
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 

@@ -1,4 +1,5 @@
-"""The vector store (`chroma`: the VectorStore; `schema`: a chunk's metadata; `client`: opening Chroma): Chroma, one collection per embedder, with topic membership as chunk metadata.
+"""The vector store (`chroma`: the VectorStore; `schema`: a chunk's metadata; `client`: opening Chroma): Chroma, one
+collection per embedder, with topic membership as chunk metadata.
 
 Layout: every chunk lives once in one collection (`chunks-<embedder>`); its metadata carries the paper id,
 the kind (abstract or pdf), the page, the date (yyyymmdd) and one boolean flag per topic (`topic_<slug>`).

@@ -52,7 +52,10 @@ def train(builder: TableBuilder, gold: list[dict[str, Any]], c: float = 1.0) -> 
     # the not-stated threshold: the best candidate's logit that separates stated from not-stated training cells
     tops, stated = [], []
     for g, col, cands, reader, vecs, qvec, _labels, n_pages in groups:
-        s = model.score(model.features(col, [x.text for x in cands], [x.page for x in cands], reader, vecs, qvec, n_pages, [x.position for x in cands])) if len(cands) else np.asarray([-99.0])
+        s = (
+            model.score(model.features(col, [x.text for x in cands], [x.page for x in cands], reader, vecs, qvec, n_pages, [x.position for x in cands]))
+            if len(cands) else np.asarray([-99.0])
+        )
         tops.append(float(s.max()))
         stated.append(not g["not_stated"])
     best_t, best_acc = 0.0, -1.0

@@ -7,10 +7,13 @@ CSS = """
 .pc-cards {display:grid; grid-template-columns:repeat(auto-fill,minmax(260px,1fr)); gap:12px}
 .pc-card {border:1px solid #e5e7eb; border-radius:10px; padding:12px 14px; background:#fff}
 .pc-card h3 {margin:0 0 4px 0; font-size:1.05rem} .pc-count {font-weight:600; margin:2px 0}
-.pc-card h3 {text-align:left} .pc-card h3 .pc-tag {display:inline; text-align:left; background:none; padding:0; margin:0; font-size:1.05rem; color:#1e1b4b !important; text-decoration:none}
+.pc-card h3 {text-align:left}
+.pc-card h3 .pc-tag {display:inline; text-align:left; background:none; padding:0; margin:0; font-size:1.05rem;
+  color:#1e1b4b !important; text-decoration:none}
 .pc-card h3 .pc-tag:hover {text-decoration:underline} .pc-card:hover {border-color:#c7d2fe}
 .pc-momentum {color:#374151; font-size:.92rem; margin:4px 0}
-.pc-tag {display:inline-block; background:#eef2ff; color:#3730a3 !important; border-radius:999px; padding:1px 9px; margin:1px 2px; font-size:.8rem; text-decoration:none}
+.pc-tag {display:inline-block; background:#eef2ff; color:#3730a3 !important; border-radius:999px; padding:1px 9px;
+  margin:1px 2px; font-size:.8rem; text-decoration:none}
 .pc-fine {background:#ecfdf5; color:#065f46 !important; border:1px solid #a7f3d0}  /* a discovered topic, not a hand-written one */
 .pc-export {margin:4px 0}
 .pc-following {font-size:.75rem; background:#dcfce7; color:#166534; border-radius:6px; padding:1px 6px}
@@ -111,12 +114,16 @@ JS = """
   window.addEventListener('load', function () { setTimeout(onHash, 600); });
   function visibleRows() {
     const out = [];
-    document.querySelectorAll('.pc-list').forEach(function (l) { if (l.offsetParent !== null) l.querySelectorAll('.pc-row').forEach(function (r) { out.push(r); }); });
+    document.querySelectorAll('.pc-list').forEach(function (l) {
+      if (l.offsetParent !== null) l.querySelectorAll('.pc-row').forEach(function (r) { out.push(r); });
+    });
     return out;
   }
   function mark(rows, i) {
     rows.forEach(function (r) { r.classList.remove('pc-selected'); });
-    if (i >= 0 && i < rows.length) { rows[i].classList.add('pc-selected'); window.pcSelected = rows[i].dataset.paper; rows[i].scrollIntoView({block: 'nearest'}); }
+    if (i >= 0 && i < rows.length) {
+      rows[i].classList.add('pc-selected'); window.pcSelected = rows[i].dataset.paper; rows[i].scrollIntoView({block: 'nearest'});
+    }
   }
   document.addEventListener('keydown', function (e) {
     const t = e.target;
@@ -129,7 +136,9 @@ JS = """
     else if (k === 'k') { mark(rows, Math.max(0, i - 1)); e.preventDefault(); }
     else if (e.key === 'Enter' && i >= 0) { location.hash = 'paper/' + rows[i].dataset.paper; e.preventDefault(); }
     else if (k === 's' && i >= 0) { setNav('save/' + rows[i].dataset.paper + '|' + Date.now()); e.preventDefault(); }
-    else if ((k === 'm' || k === 'n') && i >= 0) { setNav('rate/' + rows[i].dataset.paper + '/' + (k === 'm' ? 'up' : 'down') + '|' + Date.now()); e.preventDefault(); }
+    else if ((k === 'm' || k === 'n') && i >= 0) {
+      setNav('rate/' + rows[i].dataset.paper + '/' + (k === 'm' ? 'up' : 'down') + '|' + Date.now()); e.preventDefault();
+    }
   });
   // keep the selection when a list is re-rendered (after S, or a page change)
   new MutationObserver(function () {

@@ -202,7 +202,10 @@ def make_scope(core: Assistant, kind: str, target: str, since: str | None = None
     return core.chat_scope(target, since=user_day(since))
 
 
-def chat_stream(core: Assistant, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None, since: str | None = None, answerer: str | None = None) -> Iterator[tuple[list[dict[str, Any]], str]]:
+def chat_stream(
+    core: Assistant, question: str, kind: str, target: str, history: list[dict[str, Any]], k: int | None = None,
+    since: str | None = None, answerer: str | None = None,
+) -> Iterator[tuple[list[dict[str, Any]], str]]:
     """Stream a chat turn: yields (chat messages, sources panel html). Every message is Markdown-escaped."""
     question = (question or "").strip()
     if not question:

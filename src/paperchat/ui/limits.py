@@ -87,7 +87,8 @@ class BodyLimit:
 
     async def _refuse(self, send: Send) -> None:
         body = f"request body over the {self.max_bytes:,}-byte limit (questions: at most the configured number of characters)".encode()
-        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -118,7 +119,8 @@ class SameOrigin:
             shown = {host, headers.get(b"x-forwarded-host", b"").decode("latin-1").strip().lower()} - {""}
             if origin and origin != "null" and urlsplit(origin).netloc.lower() not in shown:
                 body = b"cross-site request refused: open the app at its own address"
-                await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
+                reply = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 403, "headers": reply})
                 await send({"type": "http.response.body", "body": body})
                 return
             if origin == "null":  # a sandboxed frame or a file:// page: never the app's own page

@@ -46,7 +46,10 @@ def launch_options(settings: Settings) -> dict[str, Any]:
     return {
         "allowed_paths": allowed_paths(settings),
         "max_file_size": f"{int(settings.max_pdf_mb)}mb",
-        "app_kwargs": {"middleware": [Middleware(SameOrigin, loopback_only=settings.host in ("127.0.0.1", "localhost", "::1")), Middleware(BodyLimit, max_bytes=request_limit_bytes(settings))]},
+        "app_kwargs": {"middleware": [
+            Middleware(SameOrigin, loopback_only=settings.host in ("127.0.0.1", "localhost", "::1")),
+            Middleware(BodyLimit, max_bytes=request_limit_bytes(settings)),
+        ]},
     }
 
 
