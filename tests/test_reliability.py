@@ -308,6 +308,7 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{free_port()}/v1"
 
 
+@pytest.mark.slow  # integration: a fake LLM server per fault, seconds each
 @pytest.mark.parametrize("mode", ["refused", pytest.param("hang", marks=pytest.mark.slow), "429", "500", "cut"])  # hang: 3 timeouts of 2 s
 def test_llm_faults_fall_back_to_extractive(demo_library: Library, mode: str) -> None:
     retries = 2
