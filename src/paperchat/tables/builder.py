@@ -157,8 +157,9 @@ class TableBuilder:
             if not cands:
                 return Cell(paper_id, column.name, not_stated=True)
             m = self.cell_model
-            logits = m.score(m.features(column, [c.text for c in cands], [c.page for c in cands], reader, vecs, qvec, page_count(self, paper_id),
-                                        [c.position for c in cands]))
+            texts = [c.text for c in cands]
+            logits = m.score(m.features(column, texts, [c.page for c in cands], reader, vecs, qvec, page_count(self, paper_id),
+                                        [c.position for c in cands]), column, texts)
             floor, low = m.not_stated_below, m.not_stated_below + LOW_MARGIN
         else:
             cands = self.candidates(paper_id, column)
@@ -300,7 +301,7 @@ def candidate_rows(builder: TableBuilder, paper_id: str, column: Column, read_to
     if read_top is not None and model is not None and len(cands) > read_top:
         guess = np.full(len(cands), float(model.mean[0]), dtype=np.float32)
         pre = model.score(model.features(column, [c.text for c in cands], [c.page for c in cands], guess, vecs, qvec,
-                                         page_count(builder, paper_id), [c.position for c in cands]))
+                                         page_count(builder, paper_id), [c.position for c in cands]), column, [c.text for c in cands])
         keep = sorted(np.argsort(-pre)[:read_top].tolist())
         ctx = [neighbours_of(cands, i) for i in keep]
         cands, vecs = [cands[i] for i in keep], vecs[keep]

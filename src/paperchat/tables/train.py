@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,53 +23,159 @@ from paperchat.errors import InputError
 from paperchat.ingestion.records import read_records
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.tables.builder import TableBuilder, candidate_rows, page_count
-from paperchat.tables.cells import FEATURES, MODEL_DIR, CellModel, answers
-from paperchat.tables.columns import column_of
+from paperchat.tables.cells import FEATURES, MODEL_DIR, WORD_BUCKETS, CellModel, answers, word_keys
+from paperchat.tables.columns import Column, column_of
 
 
-def train(builder: TableBuilder, gold: list[dict[str, Any]], c: float = 1.0) -> tuple[CellModel, dict[str, Any]]:
-    """Fit prototypes and the regression on gold cells (their papers must be in the library)."""
-    from sklearn.linear_model import LogisticRegression
+@dataclass
+class _Cell:
+    """One training cell with its candidates read: what every fit needs, computed once."""
 
-    protos: dict[str, list[np.ndarray]] = {}
-    groups = []
+    gold: dict[str, Any]
+    column: Column
+    texts: list[str]
+    dense: np.ndarray  # FEATURES per candidate (the prototype cosine left for the fit to fill)
+    vecs: np.ndarray
+    labels: np.ndarray
+
+
+def read_cells(builder: TableBuilder, gold: list[dict[str, Any]]) -> list[_Cell]:
+    """Every cell's candidates with the reader's logits and their features (the slow part: the reader reads)."""
+    blank = CellModel({}, np.zeros(len(FEATURES), np.float32), np.ones(len(FEATURES), np.float32), np.zeros(len(FEATURES), np.float32), 0.0, 0.0)
+    out = []
     for g in gold:
         col = column_of(g["column"])
         cands, reader, vecs, qvec = candidate_rows(builder, g["paper_id"], col)
-        labels = np.asarray([answers(x.text, x.page, g) for x in cands], dtype=bool)
-        if labels.any():
-            protos.setdefault(col.name, []).extend(vecs[labels])
-        groups.append((g, col, cands, reader, vecs, qvec, labels, page_count(builder, g["paper_id"])))
+        texts = [x.text for x in cands]
+        dense = blank.features(col, texts, [x.page for x in cands], reader, vecs, qvec, page_count(builder, g["paper_id"]), [x.position for x in cands])
+        out.append(_Cell(g, col, texts, dense, vecs, np.asarray([answers(x.text, x.page, g) for x in cands], dtype=bool)))
+    return out
+
+
+def _weights(cells: list[_Cell], c: float, words: bool) -> CellModel:
+    """Prototypes and the regression over FEATURES (and the columns' words), from cells; no threshold yet."""
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+
+    protos: dict[str, list[np.ndarray]] = {}
+    for cell in cells:
+        if cell.labels.any():
+            protos.setdefault(cell.column.name, []).extend(cell.vecs[cell.labels])
     prototypes = {k: (m := np.mean(v, axis=0)) / max(float(np.linalg.norm(m)), 1e-12) for k, v in protos.items()}
-    blank = CellModel(prototypes, np.zeros(len(FEATURES), np.float32), np.ones(len(FEATURES), np.float32), np.zeros(len(FEATURES), np.float32), 0.0, 0.0)
-    xs, ys = [], []
-    for _g, col, cands, reader, vecs, qvec, labels, n_pages in groups:
-        if len(cands):
-            xs.append(blank.features(col, [x.text for x in cands], [x.page for x in cands], reader, vecs, qvec, n_pages, [x.position for x in cands]))
-            ys.append(labels)
-    x, y = np.concatenate(xs), np.concatenate(ys)
+    used = [cell for cell in cells if len(cell.texts)]
+    x = np.concatenate([_with_prototype(cell, prototypes) for cell in used])
+    y = np.concatenate([cell.labels for cell in used])
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
-    clf = LogisticRegression(C=c, class_weight="balanced", max_iter=500).fit((x - mean) / scale, y)
-    model = CellModel(prototypes, mean.astype(np.float32), scale.astype(np.float32), clf.coef_[0].astype(np.float32), float(clf.intercept_[0]), 0.0)
-    # the not-stated threshold: the best candidate's logit that separates stated from not-stated training cells
-    tops, stated = [], []
-    for g, col, cands, reader, vecs, qvec, _labels, n_pages in groups:
-        s = (
-            model.score(model.features(col, [x.text for x in cands], [x.page for x in cands], reader, vecs, qvec, n_pages, [x.position for x in cands]))
-            if len(cands) else np.asarray([-99.0])
-        )
-        tops.append(float(s.max()))
-        stated.append(not g["not_stated"])
+    design = sparse.csr_matrix((x - mean) / scale)
+    if words:
+        rows, cols = [], []
+        at = 0
+        for cell in used:
+            for t in cell.texts:
+                keys = word_keys(cell.column.name, t)
+                rows += [at] * len(keys)
+                cols += keys
+                at += 1
+        design = sparse.hstack([design, sparse.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(at, WORD_BUCKETS))]).tocsr()
+    clf = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(design, y)
+    coef = clf.coef_[0]
+    word_w = {int(k): float(coef[len(FEATURES) + k]) for k in np.flatnonzero(coef[len(FEATURES):])} if words else {}
+    model = CellModel(prototypes, mean.astype(np.float32), scale.astype(np.float32), coef[: len(FEATURES)].astype(np.float32),
+                      float(clf.intercept_[0]), 0.0, word_w)
+    return model
+
+
+def fit(cells: list[_Cell], c: float = 1.0, words: bool = True, folds: int = 3) -> CellModel:
+    """The model fitted on every cell, with its not-stated threshold chosen on scores it did not fit: each cell's
+    best candidate scored by a model fitted without that cell's paper (the fitted model itself scores the cells it
+    learned from far too well to set a threshold for new papers)."""
+    model = _weights(cells, c, words)
+    tops = [0.0] * len(cells)
+    for test, train in _paper_folds(cells, folds, seed=1):
+        inner = _weights([cells[i] for i in train], c, words)
+        for i in test:
+            tops[i] = _top(inner, cells[i])
+    stated = [not cell.gold["not_stated"] for cell in cells]
     best_t, best_acc = 0.0, -1.0
     for t in sorted(set(np.round(tops, 3))):
         acc = float(np.mean([(tp >= t) == st for tp, st in zip(tops, stated, strict=True)]))
         if acc > best_acc:
             best_t, best_acc = float(t), acc
     model.not_stated_below = best_t
+    return model
+
+
+def _paper_folds(cells: list[_Cell], folds: int, seed: int) -> list[tuple[list[int], list[int]]]:
+    """(test, train) cell indexes per fold, every paper's cells in one fold."""
+    papers = sorted({cell.gold["paper_id"] for cell in cells})
+    order = {p: int(i) % folds for i, p in zip(np.random.default_rng(seed).permutation(len(papers)), papers, strict=True)}
+    out = []
+    for f in range(folds):
+        test = [i for i, cell in enumerate(cells) if order[cell.gold["paper_id"]] == f]
+        train = [i for i, cell in enumerate(cells) if order[cell.gold["paper_id"]] != f]
+        if test and train:
+            out.append((test, train))
+    return out
+
+
+def _with_prototype(cell: _Cell, prototypes: dict[str, np.ndarray]) -> np.ndarray:
+    x = cell.dense.copy()
+    proto = prototypes.get(cell.column.name)
+    x[:, FEATURES.index("cos_prototype")] = cell.vecs @ proto if proto is not None else 0.0
+    return x
+
+
+def _top(model: CellModel, cell: _Cell) -> float:
+    if not len(cell.texts):
+        return -99.0
+    return float(model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts).max())
+
+
+def holds(model: CellModel, cells: list[_Cell]) -> dict[str, float]:
+    """As `paperchat eval table` scores cells: holds-gold (of the stated cells, those whose picked sentence answers),
+    not-stated precision and recall, and the accuracy over every cell (a not-stated cell left empty is right)."""
+    held, said_none, none_right, truly_none, stated_n = 0, 0, 0, 0, 0
+    for cell in cells:
+        stated = not cell.gold["not_stated"]
+        empty = _top(model, cell) < model.not_stated_below
+        said_none += empty
+        none_right += empty and not stated
+        truly_none += not stated
+        stated_n += stated
+        if stated and not empty:
+            pick = int(model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts).argmax())
+            held += bool(cell.labels[pick])
+    return {"holds_gold": held / max(stated_n, 1), "not_stated_precision": none_right / max(said_none, 1),
+            "not_stated_recall": none_right / max(truly_none, 1), "accuracy": (held + none_right) / max(len(cells), 1)}
+
+
+def cross_validate(cells: list[_Cell], c: float, words: bool, folds: int = 5) -> dict[str, float]:
+    """Grouped by paper: each fold's papers are scored by a model fitted on the other papers only."""
+    scores: list[dict[str, float]] = []
+    for test, train in _paper_folds(cells, folds, seed=0):
+        got = holds(fit([cells[i] for i in train], c, words), [cells[i] for i in test])
+        scores.append({**got, "n": len(test)})
+    n = sum(x["n"] for x in scores)
+    return {k: round(sum(x[k] * x["n"] for x in scores) / n, 3) for k in ("holds_gold", "not_stated_precision", "not_stated_recall", "accuracy")}
+
+
+def train(builder: TableBuilder, gold: list[dict[str, Any]], cs: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0),
+          cache: Path | None = None) -> tuple[CellModel, dict[str, Any]]:
+    """Choose C and whether to use the columns' words by grouped cross-validation on the training papers, then
+    fit on all of them. `cache`: a file keeping the cells read (the reader's part) between runs on the same data."""
+    cells = read_cells(builder, gold) if cache is None or not cache.exists() else pickle.loads(cache.read_bytes())
+    if cache is not None and not cache.exists():
+        cache.write_bytes(pickle.dumps(cells))
+    trials = {f"C={c} words={w}": cross_validate(cells, c, w) for w in (False, True) for c in cs}
+    best = max(trials, key=lambda k: trials[k]["accuracy"])
+    c = float(best.split()[0][2:])
+    words = best.endswith("True")
+    model = fit(cells, c, words)
     meta = {
-        "cells": len(gold), "candidates": int(len(y)), "positives": int(y.sum()), "C": c,
-        "coef": dict(zip(FEATURES, [round(float(v), 3) for v in model.coef], strict=True)),
-        "not_stated_below": best_t, "train_stated_vs_not_accuracy": round(best_acc, 3),
+        "cells": len(gold), "papers": len({g["paper_id"] for g in gold}), "candidates": int(sum(len(x.texts) for x in cells)),
+        "positives": int(sum(int(x.labels.sum()) for x in cells)), "C": c, "words": words, "cross_validation": trials, "chosen": best,
+        "coef": dict(zip(FEATURES, [round(float(v), 3) for v in model.coef], strict=True)), "word_weights": len(model.words),
+        "not_stated_below": model.not_stated_below, "train": holds(model, cells),
     }
     return model, meta
 
@@ -114,16 +222,16 @@ def main(argv: list[str] | None = None) -> int:
     """Train on eval/table_train.jsonl (ingesting its papers from --data into the data folder) and save."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="folder with pdfs/ and abstracts/")
-    p.add_argument("--train", default=str(PROJECT_ROOT / "eval" / "table_train.jsonl"))
+    p.add_argument("--train", nargs="+", default=[str(PROJECT_ROOT / "eval" / n) for n in ("table_train.jsonl", "table_train_b.jsonl")])
     p.add_argument("--out", default=str(MODEL_DIR))
-    p.add_argument("--C", type=float, default=1.0)
+    p.add_argument("--cells-cache", type=Path, help="keep the cells read by the reader in this file (reused when it exists)")
     args = p.parse_args(argv)
     core = Assistant(Settings())
-    gold = read_gold(Path(args.train))
+    gold = [row for path in args.train for row in read_gold(Path(path))]
     ingest_gold_papers(core, gold, Path(args.data))
     builder = TableBuilder(core, cell_model=False)
-    model, meta = train(builder, gold, args.C)
-    meta["train_file"] = Path(args.train).name
+    model, meta = train(builder, gold, cache=args.cells_cache)
+    meta["train_files"] = [Path(x).name for x in args.train]
     model.save(Path(args.out), meta)
     print(json.dumps(meta, indent=1))
     return 0
