@@ -153,3 +153,21 @@ def test_evaluation_beats_both_baselines_on_the_demo(demo_library: Library) -> N
         model = ev.mean("for you", 10, half)[1]
         assert model > 2 * newest, ev.table()
     assert 0 < ev.fit_ms_1000 and "| for you | 10 |" in ev.table()
+
+
+def test_the_feature_space_is_kept_until_the_features_change(demo_library: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rating click refits on the kept features; a change of the papers' topics or tags builds them again."""
+    from paperchat import foryou
+
+    built: list[int] = []
+    real = foryou._build_space
+    monkeypatch.setattr(foryou, "_build_space", lambda lib: built.append(1) or real(lib))
+    lib = demo_library
+    pid = next(iter(lib.catalog.iter_papers())).id
+    foryou.for_you(lib)
+    lib.catalog.rate(pid, 1)
+    got = foryou.for_you(lib)
+    assert built == [1] and got.positives >= 1
+    lib.catalog.replace_all_topics({pid: ["rag"]})  # the rules' members change: the features do
+    foryou.for_you(lib)
+    assert built == [1, 1]

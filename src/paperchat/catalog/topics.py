@@ -249,6 +249,19 @@ class DiscoveryTables:
     _discovered_cache: tuple[tuple[int, int], list[DiscoveredTopic]] | None = None
 
     @guarded
+    @guarded
+    def features_version(self) -> tuple[int, ...]:
+        """What the papers' topic features are made of, as numbers that change when it does: rule members, learned
+        members, discovered topics, tags and collections (counts and row ids; ratings, follows and visits leave it
+        as it is), so a cache of those features survives every click that only writes a rating."""
+        tables = ("paper_topics", "paper_topics_learned", "discovered_topics", "paper_tags", "collections")
+        with self._lock:
+            out: list[int] = []
+            for t in tables:
+                n, top, total = self._conn.execute(f"SELECT count(*), coalesce(max(rowid), 0), coalesce(total(rowid), 0) FROM {t}").fetchone()
+                out += [int(n), int(top), int(total)]
+            return tuple(out)
+
     def discovered(self) -> list[DiscoveredTopic]:
         """The discovered topics, largest first. Kept between calls until the catalogue changes (a write on this
         connection, or a commit by another process: SQLite's data_version); a topic page asks several times, and
