@@ -118,7 +118,7 @@ def api() -> Iterator[Api]:
             self.wfile.write(body)
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # shutdown waits one poll
     thread.start()
     yield state
     server.shutdown()
