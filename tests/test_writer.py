@@ -147,3 +147,39 @@ def test_pdf_stamp_reads_what_older_stores_wrote() -> None:
     assert new.change_from(old) == "chunks 1000/150 -> 800/100, extractor pypdf -> pdfium"
     assert PdfStamp.parse(None) is None and PdfStamp.parse("garbage") is None and PdfStamp.parse("ab:x/y") is None
     assert PdfStamp.sha_of("cd:1000/150") == "cd" and PdfStamp.sha_of(None) == ""
+
+
+def test_two_libraries_on_one_folder_share_one_unit(lib: Library) -> None:
+    """A nested hold from another Library on the same folder is the same write unit: its end does not clear the
+    DIRTY marker while the outer unit still writes."""
+    other = Library(lib.settings, embedder=lib.embedder)
+    try:
+        with lib.writing() as outer, other.writing() as inner:
+            assert inner is outer
+    finally:
+        other.close()
+
+
+def test_a_queries_rebuild_yields_to_a_writer_that_switched_first(lib: Library, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query that rebuilds (no index, or a dirty one) while a writer finishes: the writer's build stays current."""
+    from paperchat.search_index import SearchIndex
+
+    reader, writer = SearchIndex(lib.settings.search_index_dir), SearchIndex(lib.settings.search_index_dir)
+    real = reader._read_store
+
+    def racing(store: object) -> object:
+        parts = real(store)  # type: ignore[arg-type]
+        writer.rebuild(lib.store)  # a writer switches CURRENT while the query's rebuild was reading
+        return parts
+
+    monkeypatch.setattr(reader, "_read_store", racing)
+    got = reader.rebuild(lib.store, reader=True)
+    assert got.name == writer._snap.name == (lib.settings.search_index_dir / "CURRENT").read_text().strip()  # type: ignore[union-attr]
+
+
+def test_replacing_the_discovered_topics_changes_the_features_version(lib: Library) -> None:
+    cat = lib.catalog
+    before = cat.features_version()
+    topics = cat.discovered()
+    cat.replace_discovered(topics, cat.tags_of([p.id for p in cat.iter_papers()]), {})
+    assert cat.features_version() != before

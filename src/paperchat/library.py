@@ -32,6 +32,7 @@ _SAMPLE = 64  # abstract chunk ids checked against the store at open: one small 
 
 _thread_locks: dict[str, threading.RLock] = {}
 _depth: dict[str, int] = {}
+_units: dict[str, Writer] = {}  # the write unit of each data folder's hold (one per holder: the lock is per thread)
 _guard = threading.Lock()
 
 
@@ -119,7 +120,6 @@ class Library:
         self.store = VectorStore(settings, self.embedder)
         self.catalog = Catalog(settings.catalog_path)
         self.search_index = SearchIndex(settings.search_index_dir)
-        self._writer: Writer | None = None
         self.warnings: list[str] = self.check()
         if self.topics_out_of_date():
             _log.warning(
@@ -134,20 +134,21 @@ class Library:
         index would not know that process's chunks). On a normal exit the writer finishes (the search index is
         brought up to date); after an exception the index stays marked dirty, and the next reader rebuilds it."""
         with writer_lock(self.settings.data_dir) as before:
-            nested = _depth.get(str((self.settings.data_dir / LOCK_FILE).resolve()), 0) > 1
-            if nested and self._writer is not None:
-                yield self._writer  # inside this library's own hold: the same write unit
+            key = str((self.settings.data_dir / LOCK_FILE).resolve())
+            unit = _units.get(key)
+            if unit is not None:  # inside this thread's own hold (this library's or another's on the folder): one unit
+                yield unit
                 return
-            if not nested:  # nested inside this thread's hold (another Library): nobody else wrote, never reload here
+            if _depth.get(key, 0) == 1:  # nested in this thread's hold (e.g. doctor's): nobody else wrote, never reload here
                 if before != self._writes_seen:
                     self.store.reload()
                 self._writes_seen = before + 1
-            self._writer = Writer(self.store, self.search_index)
+            unit = _units[key] = Writer(self.store, self.search_index)
             try:
-                yield self._writer
-                self._writer.finish()
+                yield unit
+                unit.finish()
             finally:
-                self._writer = None
+                del _units[key]
 
     def check(self) -> list[str]:
         """Cheap open-time check that the store and the catalogue agree (counts and a sample of abstract

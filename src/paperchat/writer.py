@@ -47,7 +47,7 @@ class Writer:
         self._mark()
         self.store.upsert(chunks, vectors)
         if self._changes is not None:
-            self._changes.add(chunks, vectors)
+            self._changes.add(chunks)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete chunks by id."""

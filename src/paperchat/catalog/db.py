@@ -33,3 +33,15 @@ def guarded(fn: Callable[_P, _R]) -> Callable[_P, _R]:
             raise damaged(args[0].path, exc) from exc  # type: ignore[attr-defined]
 
     return wrapper
+
+
+FEATURES_GENERATION = "features_generation"  # meta key: bumped when a table of the papers' topic features is replaced
+
+
+def bump_features(conn: sqlite3.Connection) -> None:
+    """Count one more replacement of a whole topic-feature table (inside the caller's transaction): a table emptied
+    and filled again can end with the same row count and row ids, which `Catalog.features_version` alone would miss."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        (FEATURES_GENERATION,),
+    )

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from paperchat.catalog.db import damaged, guarded
+from paperchat.catalog.db import bump_features, damaged, guarded
 from paperchat.catalog.feed import FEED_SCHEMA, LAST_VISIT_KEY
 from paperchat.catalog.lists import USER_LISTS, UserLists
 from paperchat.catalog.topics import DISCOVERY_SCHEMA, DiscoveryTables
@@ -194,6 +194,7 @@ class Catalog(DiscoveryTables, UserLists):
         """Replace every paper's topics at once (after the topic rules changed)."""
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM paper_topics")
+            bump_features(self._conn)
             self._conn.executemany(
                 "INSERT INTO paper_topics (paper_id, topic) VALUES (?, ?)",
                 [(pid, t) for pid, ts in memberships.items() for t in ts],

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from paperchat.catalog.db import guarded
+from paperchat.catalog.db import FEATURES_GENERATION, bump_features, guarded
 
 log = logging.getLogger(__name__)
 DISCOVERY_MIRROR = "discovered_topics.json"  # beside the database: what `doctor --repair` restores topics from
@@ -88,6 +88,7 @@ class DiscoveryTables:
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM discovered_topics")
             self._conn.execute("DELETE FROM paper_tags")
+            bump_features(self._conn)
             self._insert_topics(topics)
             self._insert_tags(tags)
             self._conn.execute(
@@ -132,6 +133,7 @@ class DiscoveryTables:
         """Replace every hand-written topic's learned members (paperchat.discovery.membership) at once."""
         with self._lock, self._conn:
             self._conn.execute("DELETE FROM paper_topics_learned")
+            bump_features(self._conn)
             self._insert_learned(learned)
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", ("membership", json.dumps(run, sort_keys=True)))
         self.write_discovery_mirror()
@@ -249,7 +251,6 @@ class DiscoveryTables:
     _discovered_cache: tuple[tuple[int, int], list[DiscoveredTopic]] | None = None
 
     @guarded
-    @guarded
     def features_version(self) -> tuple[int, ...]:
         """What the papers' topic features are made of, as numbers that change when it does: rule members, learned
         members, discovered topics, tags and collections (counts and row ids; ratings, follows and visits leave it
@@ -260,8 +261,10 @@ class DiscoveryTables:
             for t in tables:
                 n, top, total = self._conn.execute(f"SELECT count(*), coalesce(max(rowid), 0), coalesce(total(rowid), 0) FROM {t}").fetchone()
                 out += [int(n), int(top), int(total)]
-            return tuple(out)
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (FEATURES_GENERATION,)).fetchone()
+            return (*out, int(row[0]) if row else 0)
 
+    @guarded
     def discovered(self) -> list[DiscoveredTopic]:
         """The discovered topics, largest first. Kept between calls until the catalogue changes (a write on this
         connection, or a commit by another process: SQLite's data_version); a topic page asks several times, and

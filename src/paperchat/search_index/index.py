@@ -37,16 +37,17 @@ def _is_chroma_error(exc: BaseException) -> bool:
 
 @dataclass
 class IndexChanges:
-    """What one writer did to the store: chunks added (with their vectors) and chunk ids removed."""
+    """What one writer did to the store: chunks added and chunk ids removed (the vectors are read back from the
+    store when the index is patched, as a rebuild reads them)."""
 
-    added: dict[str, tuple[StoredChunk, np.ndarray]] = field(default_factory=dict)
+    added: dict[str, StoredChunk] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
 
-    def add(self, chunks: Sequence[StoredChunk], vectors: np.ndarray) -> None:
+    def add(self, chunks: Sequence[StoredChunk]) -> None:
         """Chunks written (an id written again replaces its earlier row)."""
-        for c, v in zip(chunks, vectors, strict=True):
+        for c in chunks:
             self.removed.discard(c.id)
-            self.added[c.id] = (c, v)
+            self.added[c.id] = c
 
     def remove(self, ids: Iterable[str]) -> None:
         """Chunk ids deleted."""
@@ -54,8 +55,8 @@ class IndexChanges:
             self.added.pop(cid, None)
             self.removed.add(cid)
 
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed)
+    def __len__(self) -> int:
+        return len(self.added) + len(self.removed)
 
 
 @dataclass
@@ -139,36 +140,40 @@ class SearchIndex:
 
     # -- build and load -------------------------------------------------------------------------
 
-    def rebuild(self, store: VectorStore) -> SearchSnapshot:
+    def rebuild(self, store: VectorStore, reader: bool = False) -> SearchSnapshot:
         """Rebuild from every chunk in the store, switch to it atomically, clear the DIRTY marker.
 
         A Chroma error while reading the store (another process wrote meanwhile) is retried once on a
-        freshly opened client."""
+        freshly opened client. `reader`: a query's rebuild, without the writer lock; when another process switched
+        the index meanwhile (a writer that finished first), its build wins and this one is dropped."""
         with self._lock:
+            expected = self._pointer() if reader else None
             try:
-                return self._write(self._read_store(store))
+                return self._write(self._read_store(store), expected, reader)
             except Exception as exc:
                 if not _is_chroma_error(exc):
                     raise
                 _log.warning(f"paperchat: reading the store failed ({type(exc).__name__}: {exc}); retrying")
                 store.reload()
-                return self._write(self._read_store(store))
+                return self._write(self._read_store(store), expected, reader)
 
     def update(self, store: VectorStore, changes: IndexChanges | None) -> SearchSnapshot:
         """Bring the index up to date after a writer's changes: the last snapshot with the removed chunks left
         out and the added ones put in, without reading the store back; a full `rebuild` when that is not
-        safe (no loaded snapshot that is current, one built without its tokens, changes unknown, or a result
-        whose size differs from the store's)."""
+        safe (no loaded snapshot that is current, one built without its tokens or by another tokenizer, changes
+        unknown or touching more than a quarter of the index, or a result whose size differs from the store's)."""
         with self._lock:
             base = self._snap
             if base is None or self._pointer() != base.name:
                 base = self._load_current()  # a fresh process: the build on disk, current when the unit began
-            if changes is None or base is None or not (self.root / base.name / "tokens.npy").exists():
+            if (changes is None or base is None or not (self.root / base.name / "tokens.npy").exists()
+                    or base.tokenizer_version != Tokenizer.VERSION or (base.vectors is None and base.ids)
+                    or len(changes) > max(len(base.ids) // 4, 1000)):
                 return self.rebuild(store)
             try:
                 parts = self._patched(base, changes, store)
-            except LOAD_ERRORS as exc:
-                _log.warning(f"paperchat: the search index's tokens do not load ({type(exc).__name__}: {exc}); rebuilding it")
+            except (*LOAD_ERRORS, RuntimeError) as exc:  # chromadb's errors are RuntimeErrors or ValueErrors
+                _log.warning(f"paperchat: patching the search index failed ({type(exc).__name__}: {exc}); rebuilding it")
                 return self.rebuild(store)
             if len(parts.ids) != store.count():
                 return self.rebuild(store)
@@ -216,14 +221,14 @@ class SearchIndex:
         parts.pieces = [flat[np.repeat(keep, lengths)]]
         parts.lengths = lengths[rows].tolist()
         added = list(changes.added.values())
-        for c, _ in added:
+        for c in added:
             parts.add(c.id, self.tokenizer(c.text), c.paper_id, date_int(c.date), c.topics)
         parts.topics = {slug: idx for slug, idx in parts.topics.items() if idx}
-        stored = store.vectors([c.id for c, _ in added]) if added else {}
+        stored = store.vectors([c.id for c in added]) if added else {}
         if len(stored) != len(added):
             raise ValueError("an added chunk is not in the store")
         old = base.vectors[rows] if base.vectors is not None else np.zeros((0, 0), dtype=np.float32)
-        new = [stored[c.id] for c, _ in added]
+        new = [stored[c.id] for c in added]
         if new:
             fresh = np.stack(new).astype(np.float32)
             parts.vectors = np.concatenate([old, fresh]) if old.size else fresh
@@ -231,7 +236,7 @@ class SearchIndex:
             parts.vectors = old
         return parts
 
-    def _write(self, parts: _Parts) -> SearchSnapshot:
+    def _write(self, parts: _Parts, expected: str | None = None, reader: bool = False) -> SearchSnapshot:
         self.root.mkdir(parents=True, exist_ok=True)
         stamp = time.time_ns()
         name = f"idx-{stamp}"
@@ -256,6 +261,12 @@ class SearchIndex:
         (target / "tokenizer.txt").write_text(Tokenizer.VERSION)
         os.rename(target, self.root / name)
         target = self.root / name
+        if reader and self._pointer() != expected:  # a writer switched the index while this query's rebuild read
+            shutil.rmtree(target, ignore_errors=True)
+            newer = self._load_current()
+            if newer is not None:
+                self._snap = newer
+                return newer
         snap = SearchSnapshot(target, self.tokenizer)
         tmp = self.root / f"CURRENT.tmp-{os.getpid()}"
         tmp.write_text(name)
@@ -297,19 +308,19 @@ class SearchIndex:
                 return snap
             current = self._current_dir()
             if current is None:
-                return self.rebuild(store)
+                return self.rebuild(store, reader=True)
             if snap is None and self.is_dirty():  # a killed writer left it: rebuild before first use
-                return self.rebuild(store)
+                return self.rebuild(store, reader=True)
             try:
                 new = SearchSnapshot(current, self.tokenizer)
             except FileNotFoundError:  # replaced by another process meanwhile
-                return snap if snap is not None else self.rebuild(store)
+                return snap if snap is not None else self.rebuild(store, reader=True)
             except LOAD_ERRORS as exc:
                 _log.warning(f"paperchat: the lexical index {current} is damaged ({type(exc).__name__}: {exc}); rebuilding it from the store")
-                return self.rebuild(store)
+                return self.rebuild(store, reader=True)
             stale = new.tokenizer_version != Tokenizer.VERSION or (new.vectors is None and new.ids)
             if snap is None and (len(new.ids) != store.count() or stale):
-                return self.rebuild(store)  # out of step, or built by older code (tokens, no vectors)
+                return self.rebuild(store, reader=True)  # out of step, or built by older code (tokens, no vectors)
             self._snap = new
             return new
 

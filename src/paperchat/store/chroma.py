@@ -228,11 +228,14 @@ class VectorStore:
         """The stored vectors (float32) of these chunk ids, by id; ids the store does not hold are left out."""
         if not ids:
             return {}
-        got = self.collection.get(ids=list(dict.fromkeys(ids)), include=["embeddings"])
-        emb = got["embeddings"]
-        if emb is None or len(emb) == 0:
-            return {}
-        return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(got["ids"], emb, strict=True)}
+        out: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), GET_PAGE):  # paged, as every id-list read here: SQLite caps its variables
+            got = self.collection.get(ids=unique[i : i + GET_PAGE], include=["embeddings"])
+            emb = got["embeddings"]
+            if emb is not None and len(emb):
+                out.update((cid, np.asarray(v, dtype=np.float32)) for cid, v in zip(got["ids"], emb, strict=True))
+        return out
 
     def get_chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
         """The chunks of these ids that the store holds, by id."""
