@@ -142,7 +142,9 @@ def test_the_whole_library_scope_reaches_every_kind(demo_library: Library) -> No
 @pytest.mark.parametrize("scope", [Scope.for_topic("rag"), Scope.for_paper(PAPER_ID), Scope(kind="all")], ids=["topic", "paper", "all"])
 def test_chroma_dense_backend_finds_the_same_hits(demo_library: Library, scope: Scope) -> None:
     """dense_backend="chroma" (Chroma's HNSW with a metadata filter) and "memory" (exact cosine over the
-    snapshot's vectors) rank the same chunks on a store this small."""
+    snapshot's vectors) rank the same best chunk and share at least four of the top five, with the same cosines.
+    HNSW is approximate even on a store this small: one clean-clone run missed a fifth hit (cosine 0.188) and
+    returned the sixth (0.175), on the hashing embedder's sparse vectors."""
     # feedback off: it moves only the in-memory dense query toward BM25's best chunks (topic questions);
     # the topic as a filter: the soft prior (topic_outside_weight) is in-memory only, Chroma filters
     params = demo_library.settings.retrieval.model_copy(update={"feedback_chunks": 0, "topic_outside_weight": 0.0})
@@ -153,8 +155,11 @@ def test_chroma_dense_backend_finds_the_same_hits(demo_library: Library, scope: 
     for question in questions:
         want = memory.search(question, scope, k=5, mode="dense")
         got = chroma.search(question, scope, k=5, mode="dense")
-        assert want and [h.chunk.id for h in got] == [h.chunk.id for h in want], question
-        assert [h.dense for h in got] == pytest.approx([h.dense for h in want], abs=1e-4)
+        assert want and got[0].chunk.id == want[0].chunk.id, question
+        assert len({h.chunk.id for h in got} & {h.chunk.id for h in want}) >= 4, question
+        exact = {h.chunk.id: h.dense for h in want}
+        shared = [h for h in got if h.chunk.id in exact]
+        assert [h.dense for h in shared] == pytest.approx([exact[h.chunk.id] for h in shared], abs=1e-4)
         # fused with BM25 over 100 candidates each: HNSW is approximate deep in that list (measured: 96 of
         # the 100 over the whole library), which may move one fused rank, never the best hit
         want = memory.search(question, scope, k=5)
