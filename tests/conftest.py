@@ -14,15 +14,18 @@ A network guard fails any connection to a non-loopback address, so nothing in th
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -77,6 +80,16 @@ socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fast", action="store_true", help="run only the fast layer: deselect tests marked slow (as -m 'not slow')")
+
+
+def load_script(name: str) -> ModuleType:
+    """A script of scripts/ loaded as a module (they are not a package): the generators the drift tests compare."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -6,25 +6,15 @@ Read with `ast` (nothing of paperchat is imported), so it is fast."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from .conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = "run `python scripts/module_map.py --write` and commit the result"
 
 
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("module_map", ROOT / "scripts" / "module_map.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("module_map", module)  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_script("module_map")
 
 
 def test_architecture_module_map_is_generated_from_the_code() -> None:

@@ -4,31 +4,21 @@ is one short line."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from pydantic import BaseModel
 
 from paperchat.settings import PROJECT_ROOT, Settings, setting_names
 
+from .conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 FIX = "run `python scripts/settings_docs.py --write` and commit the result"
 
 
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("settings_docs", ROOT / "scripts" / "settings_docs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("settings_docs", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-docs = _load_generator()
+docs = load_script("settings_docs")
 
 
 def _models(model: type[BaseModel] = Settings) -> list[type[BaseModel]]:

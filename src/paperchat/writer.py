@@ -29,11 +29,6 @@ class Writer:
         # an index left dirty by a killed run is out of step before this unit starts: its finish rebuilds in full
         self._stale = index.is_dirty()
 
-    @property
-    def changed(self) -> bool:
-        """Whether this unit changed the store since its last finish."""
-        return self._dirty
-
     def mark_dirty(self) -> None:
         """A change the writer does not see (topic flags, a repair, chunks written elsewhere): mark the index
         dirty now and rebuild it in full at the finish."""

@@ -33,7 +33,8 @@ def bench_ingest(source: Path, limit: int | None, settings: Settings) -> dict[st
         _, limit_after = timed(lambda: lib.embed(texts))
         limit_s = (limit_before + limit_after) / 2
         again, re_s = timed(lambda: lib.ingest_record_files([source], show_progress=False) if limit is None else lib.ingest_papers(iter(items)))
-        device, name = Lab(lib).embedder_device(), Lab(lib).embedder_name()
+        lab = Lab(lib)
+        device, name = lab.embedder_device(), lab.embedder_name()
         lib.close()
         torch_part = _torch_minilm(texts, s, Path(tmp) / "torch", limit_s, ours_s) if name != "minilm" else {}
         naive_s = naive_ingest_records(papers, Path(tmp) / "naive", s)

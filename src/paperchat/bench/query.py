@@ -35,7 +35,8 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
             lib = full if size is None else subset_store(full, settings.model_copy(update={"data_dir": Path(tmp) / f"s{size}"}), size)
             lib.ready()
             lib.warm_up()
-            folder, collection = Lab(lib).chroma_collection()
+            lab = Lab(lib)
+            folder, collection = lab.chroma_collection()
             naive = naive_chroma(folder, emb, collection)
             stages = ("topic_retrieve", "topic_answer", "paper_retrieve", "paper_answer", "naive_topic", "naive_paper")
             rows: dict[str, list[float]] = {name: [] for name in stages}
@@ -47,7 +48,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["topic_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["topic_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": Lab(lib).chroma_where(Scope.for_topic(topic))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lab.chroma_where(Scope.for_topic(topic))}).invoke(q2)
                     rows["naive_topic"].append((time.perf_counter() - t0) * 1000)
                 for pid in present:
                     q2 = f"What method does this paper propose, and how is it evaluated? ({pid} {size}-{r})"
@@ -55,7 +56,7 @@ def bench_query_sizes(settings: Settings, questions: list[tuple[str, str]], pape
                     rows["paper_retrieve"].append(ans.timings_ms["retrieve"])
                     rows["paper_answer"].append(ans.timings_ms["total"])
                     t0 = time.perf_counter()
-                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": Lab(lib).chroma_where(Scope.for_paper(pid))}).invoke(q2)
+                    naive.as_retriever(search_kwargs={"k": lib.settings.retrieval.k, "filter": lab.chroma_where(Scope.for_paper(pid))}).invoke(q2)
                     rows["naive_paper"].append((time.perf_counter() - t0) * 1000)
             res: dict[str, Any] = {"chunks": lib.counts()[1]}
             for k, v in rows.items():

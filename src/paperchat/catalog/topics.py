@@ -230,23 +230,23 @@ class DiscoveryTables:
                     self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(data[key], sort_keys=True)))
         return {"topics": len(topics), "tagged papers": len(tags), "learned members": sum(len(p) for p in learned.values())}
 
-    @guarded
-    def learned_members(self) -> dict[str, set[str]]:
-        """Each hand-written topic's learned members (papers its rules miss that its neighbours hold)."""
+    def _members(self, sql: str) -> dict[str, set[str]]:
+        """Topic -> its papers, from a query of (paper_id, topic) rows."""
         out: dict[str, set[str]] = {}
         with self._lock:
-            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_topics_learned"):
+            for pid, slug in self._conn.execute(sql):
                 out.setdefault(slug, set()).add(pid)
         return out
 
     @guarded
+    def learned_members(self) -> dict[str, set[str]]:
+        """Each hand-written topic's learned members (papers its rules miss that its neighbours hold)."""
+        return self._members("SELECT paper_id, topic FROM paper_topics_learned")
+
+    @guarded
     def rule_members(self) -> dict[str, set[str]]:
         """Each hand-written topic's members by its keyword rules."""
-        out: dict[str, set[str]] = {}
-        with self._lock:
-            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_topics"):
-                out.setdefault(slug, set()).add(pid)
-        return out
+        return self._members("SELECT paper_id, topic FROM paper_topics")
 
     _discovered_cache: tuple[tuple[int, int], list[DiscoveredTopic]] | None = None
 
@@ -341,11 +341,7 @@ class DiscoveryTables:
     @guarded
     def primary_members(self) -> dict[str, set[str]]:
         """Discovered topic -> the papers whose best tag it is (to match an old run's topics to a new one's)."""
-        out: dict[str, set[str]] = {}
-        with self._lock:
-            for pid, slug in self._conn.execute("SELECT paper_id, topic FROM paper_tags WHERE rank=1"):
-                out.setdefault(slug, set()).add(pid)
-        return out
+        return self._members("SELECT paper_id, topic FROM paper_tags WHERE rank=1")
 
     @guarded
     def dates_by_topic(self, learned: bool = False) -> dict[str, list[dt.date]]:

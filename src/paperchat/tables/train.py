@@ -125,10 +125,15 @@ def _with_prototype(cell: _Cell, prototypes: dict[str, np.ndarray]) -> np.ndarra
     return x
 
 
-def _top(model: CellModel, cell: _Cell) -> float:
+def _scores(model: CellModel, cell: _Cell) -> np.ndarray:
+    """The model's logit for each of the cell's candidates (-99 alone when it has none)."""
     if not len(cell.texts):
-        return -99.0
-    return float(model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts).max())
+        return np.asarray([-99.0])
+    return model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts)
+
+
+def _top(model: CellModel, cell: _Cell) -> float:
+    return float(_scores(model, cell).max())
 
 
 def holds(model: CellModel, cells: list[_Cell]) -> dict[str, float]:
@@ -137,14 +142,14 @@ def holds(model: CellModel, cells: list[_Cell]) -> dict[str, float]:
     held, said_none, none_right, truly_none, stated_n = 0, 0, 0, 0, 0
     for cell in cells:
         stated = not cell.gold["not_stated"]
-        empty = _top(model, cell) < model.not_stated_below
+        scores = _scores(model, cell)
+        empty = float(scores.max()) < model.not_stated_below
         said_none += empty
         none_right += empty and not stated
         truly_none += not stated
         stated_n += stated
         if stated and not empty:
-            pick = int(model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts).argmax())
-            held += bool(cell.labels[pick])
+            held += bool(cell.labels[int(scores.argmax())])
     return {"holds_gold": held / max(stated_n, 1), "not_stated_precision": none_right / max(said_none, 1),
             "not_stated_recall": none_right / max(truly_none, 1), "accuracy": (held + none_right) / max(len(cells), 1)}
 
