@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
      "paperchat.ingestion", "paperchat.demo", "paperchat.feed", "paperchat.doctor", "paperchat.reader"),  # what is done with a library
     ("paperchat.qa", "paperchat.tables"),  # answers and tables over retrieval and the reader
     ("paperchat.assistant",),  # the facade
-    ("paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.tables.train"),  # edges over the facade
+    ("paperchat.evaluation", "paperchat.bench", "paperchat.mcp", "paperchat.tables.train", "paperchat.reader.papers"),  # edges over the facade
     ("paperchat.ui",),
     ("paperchat.cli",),
     ("paperchat.launch", "paperchat.cli.__main__"),  # the entry points
@@ -55,6 +55,7 @@ EDGES: dict[str, tuple[str, ...]] = {
     "paperchat.evaluation": (),
     "paperchat.bench": ("paperchat.evaluation.lab",),  # the benchmarks' instruments
     "paperchat.tables.train": (),
+    "paperchat.reader.papers": ("paperchat.evaluation",),  # SciFact's benchmark index gives its hard negatives
 }
 # modules that measure the parts below the facade themselves, and why
 BELOW_THE_FACADE = {
@@ -66,6 +67,7 @@ BELOW_THE_FACADE = {
     "paperchat.evaluation.table_eval": "measures the table builder itself (cells of the gold set) and checks each quote against the PDF's own page text",
     "paperchat.evaluation.lab": "the evaluation-side facade: the instruments benchmarks and evaluations need below the app's facade",
     "paperchat.tables.train": "trains the cell picker over the table builder itself",
+    "paperchat.reader.papers": "trains the paper reranker with the sentence reader's trainer, on SciFact's own benchmark index (evaluation.beir)",
 }
 REACH_THROUGH = {"library", "store", "catalog", "lexical", "collection", "embedder"}
 

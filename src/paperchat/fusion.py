@@ -68,3 +68,11 @@ def diversify(ranked: Sequence[str], paper_of: dict[str, str], max_per_paper: in
         else:
             rest.append(cid)
     return first + rest
+
+
+def rerank_fusion(first_stage: Sequence[str], logits: np.ndarray, weight: float, rrf_k: int = 60) -> list[str]:
+    """Reorder a first-stage ranking by a reranker: `weight` x its logit plus the first stage's reciprocal rank
+    scaled to a logit's range (10 at the top, about 7 at rank 30 with rrf_k 60); weight 0 keeps the order."""
+    base = np.array([rrf_k / (rrf_k + r) for r in range(len(first_stage))]) * 10.0
+    order = np.argsort(-(base + weight * np.asarray(logits, dtype=np.float64)), kind="stable")
+    return [first_stage[i] for i in order]

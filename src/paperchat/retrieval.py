@@ -20,9 +20,10 @@ import numpy as np
 
 from paperchat.catalog import Catalog
 from paperchat.fields import SentenceWindows, TitleField
-from paperchat.fusion import diversify, rrf, soft_ranks
+from paperchat.fusion import diversify, rerank_fusion, rrf, soft_ranks
 from paperchat.library import Library
 from paperchat.query import aspects
+from paperchat.reader.model import paper_reranker
 from paperchat.search_index import SearchSnapshot
 from paperchat.settings import RetrievalSettings
 from paperchat.store import VectorStore, date_int
@@ -40,12 +41,14 @@ class Retriever:
         catalog: titles, collections, tags and learned topic members.
         cache_dir: where the title field of a snapshot is kept between processes.
         params: the retrieval knobs.
+        reranker: our paper reranker, (question, title + abstract texts) -> one logit each (None: the fused order).
     """
 
     def __init__(self, index: Callable[[], SearchSnapshot], embedder: Embedder, store: VectorStore, catalog: Catalog, cache_dir: Path,
-                 params: RetrievalSettings) -> None:
+                 params: RetrievalSettings, reranker: Callable[[str, Sequence[str]], np.ndarray] | None = None) -> None:
         self.index, self.embedder, self.store, self.catalog, self.cache_dir = index, embedder, store, catalog, cache_dir
         self.params = params
+        self.reranker = reranker
         self.last_timings: dict[str, float] = {}
         self._windows: dict[tuple[str, str], SentenceWindows] = {}
         self._near: dict[tuple[str, str, float], np.ndarray] = {}
@@ -55,7 +58,7 @@ class Retriever:
     def of(cls, library: Library, params: RetrievalSettings | None = None) -> Retriever:
         """A retriever over an open library's parts."""
         return cls(library.ready_index, library.embedder, library.store, library.catalog, library.settings.data_dir / "cache",
-                   params or library.settings.retrieval)
+                   params or library.settings.retrieval, paper_reranker(library.settings))
 
     def _title_field(self, lex: SearchSnapshot) -> TitleField:
         """The title field of this snapshot: from memory, else from data_dir/cache (a cold CLI start then
@@ -254,15 +257,51 @@ class Retriever:
         else:
             fused, lexical, dense, chunks = self._fuse_in_scope(query, qv, scope, mask, in_collection, lex, mode, in_memory, marks)
         t2, t3 = marks
+        t_rerank = 0.0
+        if self.reranker is not None and scope.kind != "paper" and mode == "hybrid" and fused:
+            t = time.perf_counter()
+            fused = self._rerank(query, fused, chunks, lex)
+            t_rerank = time.perf_counter() - t
         hits = self._hits(fused, lexical, dense, chunks, qv, scope, k, lex)
         t4 = time.perf_counter()
         self.last_timings = {
             "embed_query": (t1 - t0) * 1000,
             "lexical": (t2 - t1) * 1000,
             "dense": (t3 - t2) * 1000,
-            "fuse": (t4 - t3) * 1000,
+            "fuse": (t4 - t3 - t_rerank) * 1000,
+            "rerank": t_rerank * 1000,
         }
         return hits
+
+    def _rerank(self, query: str, fused: dict[str, float], chunks: dict[str, Chunk], lex: SearchSnapshot) -> dict[str, float]:
+        """Our paper reranker reads the question against the title and abstract of the fused ranking's best
+        `rerank_depth` papers; they are reordered by its logit (times `rerank_weight`) plus their fused rank
+        (`reader.papers.fuse`), and every chunk of a paper moves with it, ahead of the papers it did not read."""
+        p = self.params
+        assert self.reranker is not None
+        ranked = sorted(fused, key=lambda c: -fused[c])
+        order: list[str] = []
+        for cid in ranked:
+            paper = chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid
+            if paper not in order:
+                order.append(paper)
+                if len(order) >= p.rerank_depth:
+                    break
+        papers = self.catalog.get_many(order)
+        texts = [f"{papers[pid].title}. {papers[pid].abstract}" if pid in papers else "" for pid in order]
+        read = [i for i, t in enumerate(texts) if t]
+        logits = np.zeros(len(order))
+        if read:
+            logits[read] = self.reranker(query, [texts[i] for i in read])
+        band = {pid: len(order) - i for i, pid in enumerate(rerank_fusion(order, logits, p.rerank_weight, p.rrf_k))}
+        top = max(fused.values()) or 1.0
+        out = {}
+        for cid, score in fused.items():
+            paper = chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid
+            # a reread paper's score is 1-2 by its new place, above every unread chunk (fused scores are far under 1);
+            # inside a paper its chunks keep their order
+            out[cid] = 1.0 + band[paper] / len(order) + 0.01 * score / top if paper in band else score
+        return out
 
     def _scope_mask(self, lex: SearchSnapshot, scope: Scope) -> tuple[np.ndarray | None, set[str] | None]:
         """The scope's rows of the snapshot (None: every row), and a collection's or discovered topic's papers

@@ -38,6 +38,12 @@ class RetrievalSettings(BaseModel):
     paper_dense_weight: float = Field(
         default=0.5, ge=0.0, description="weight of the dense ranking for questions about one paper",
     )
+    rerank_depth: int = Field(
+        default=30, ge=1, le=100, description="with the paper reranker on: papers of the fused ranking it reorders",
+    )
+    rerank_weight: float = Field(
+        default=1.0, ge=0.0, description="with the paper reranker on: weight of its logit against the fused rank",
+    )
     scope_idf: float = Field(
         default=0.5, ge=0.0,
         description="BM25 IDF from inside the scope: (scope IDF / store IDF) ** this (0 = store-wide IDF)",
@@ -213,9 +219,12 @@ class Settings(BaseSettings):
     answerer: str = Field(
         default="extractive", description="'extractive' (no LLM), 'openai:<model>', 'local' or 'local:<model>'",
     )
-    reader: Literal["on", "off"] = Field(
+    reader: Literal["on", "off", "papers", "sentences"] = Field(
         default="off",
-        description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals",
+        description=(
+            "our trained readers: 'papers' reranks a topic answer's papers, 'sentences' orders a paper answer's "
+            "sentences and joins its refusals, 'on' both, 'off' neither"
+        ),
     )
     judge: str = Field(
         default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)",

@@ -30,6 +30,8 @@ MAX_TOKENS = 128  # question + sentence + neighbours; longer pairs lose the end 
 BATCH = 1
 MODELS_DIR = Path(__file__).resolve().parents[3] / "models"
 SENTENCE_READER = MODELS_DIR / "reader-sentence"
+PAPER_RERANKER = MODELS_DIR / "reader-papers"
+PAPER_TOKENS = 256  # the reranker reads the question, the title and the abstract (the rest is cut)
 
 
 def pair_text(sentence: str, context: str) -> str:
@@ -44,10 +46,12 @@ class SentenceReader:
         folder: the model folder (model.onnx, tokenizer/tokenizer.json, model.sha256).
         model_file: the ONNX file inside it.
         check: verify the sha256 before loading (training validates a fresh export without one).
+        max_tokens: the longest pair read (the rest of the second text is cut).
     """
 
-    def __init__(self, folder: Path = SENTENCE_READER, model_file: str = "model.onnx", check: bool = True) -> None:
+    def __init__(self, folder: Path = SENTENCE_READER, model_file: str = "model.onnx", check: bool = True, max_tokens: int = MAX_TOKENS) -> None:
         self.folder = folder
+        self.max_tokens = max_tokens
         self.model_file = model_file
         self.check = check
         self._session: Any = None
@@ -70,7 +74,7 @@ class SentenceReader:
                 from tokenizers import Tokenizer
 
                 tok = Tokenizer.from_file(str(self.folder / "tokenizer" / "tokenizer.json"))
-                tok.enable_truncation(MAX_TOKENS, strategy="only_second")
+                tok.enable_truncation(self.max_tokens, strategy="only_second")
                 tok.enable_padding(pad_id=0, pad_token="[PAD]")
                 opts = ort.SessionOptions()
                 opts.intra_op_num_threads = max(1, min(2, len(os.sched_getaffinity(0))))
@@ -103,11 +107,22 @@ _SHARED: dict[Path, SentenceReader] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
-    """The sentence reader the settings ask for (`reader = "on"`: the shipped model, one session per process), or
-    None for `off` (the rules alone)."""
-    if settings.reader == "off":
-        return None
+def _shared(folder: Path, max_tokens: int) -> SentenceReader:
     with _SHARED_LOCK:
-        reader = _SHARED.setdefault(SENTENCE_READER, SentenceReader(SENTENCE_READER))
-    return reader.score
+        return _SHARED.setdefault(folder, SentenceReader(folder, max_tokens=max_tokens))
+
+
+def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
+    """The sentence reader the settings ask for (`reader` "on" or "sentences": the shipped model, one session
+    per process), or None (the rules alone)."""
+    if settings.reader not in ("on", "sentences"):
+        return None
+    return _shared(SENTENCE_READER, MAX_TOKENS).score
+
+
+def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:
+    """The paper reranker the settings ask for (`reader` "on" or "papers"), or None (the fused order stands)."""
+    if settings.reader not in ("on", "papers"):
+        return None
+    reader = _shared(PAPER_RERANKER, PAPER_TOKENS)
+    return lambda question, texts: reader.score(question, texts)
