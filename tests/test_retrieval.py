@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -200,3 +201,38 @@ def test_followup_and_unknown_scopes(demo_library: Library) -> None:
         qa.ask("x", Scope.for_paper("0000.00000"))
     with pytest.raises(ConfigError, match="unknown topic 'no-such-topic'"):
         qa.ask("x", Scope.for_topic("no-such-topic"))
+
+
+def test_rerank_fusion_keeps_or_reorders() -> None:
+    from paperchat.fusion import rerank_fusion
+
+    first = ["a", "b", "c", "d"]
+    logits = np.array([-5.0, 0.0, 0.0, 5.0])
+    assert rerank_fusion(first, logits, 0.0) == first  # weight 0: the first stage's order
+    assert rerank_fusion(first, logits, 100.0)[0] == "d"  # a large weight: the reranker's
+    assert rerank_fusion(first, np.zeros(4), 5.0) == first  # no opinion: the order stands
+
+
+def test_the_paper_reranker_reorders_a_topic_answers_papers(demo_library: Library) -> None:
+    """With a paper reranker the fused ranking's best papers are read (title and abstract) and reordered by its
+    logit: a paper it rates highly moves up with all its chunks; paper questions are never reranked."""
+    plain = Retriever.of(demo_library)
+    question = "retrieval augmented generation"
+    before = plain.search(question, Scope.for_topic("rag"), k=10)
+    papers = list(dict.fromkeys(h.chunk.paper_id for h in before))
+    favourite = demo_library.catalog.get(papers[-1])
+    assert favourite is not None and len(papers) >= 5
+    read: list[list[str]] = []
+
+    def reranker(q: str, texts: Sequence[str]) -> np.ndarray:
+        read.append(list(texts))
+        return np.array([20.0 if t.startswith(favourite.title) else 0.0 for t in texts])
+
+    reranked = Retriever(plain.index, plain.embedder, plain.store, plain.catalog, plain.cache_dir, plain.params, reranker)
+    after = reranked.search(question, Scope.for_topic("rag"), k=10)
+    assert after[0].chunk.paper_id == favourite.id
+    assert len(read) == 1 and len(read[0]) == demo_library.settings.retrieval.rerank_depth
+    assert [h.chunk.paper_id for h in after[1:]][:3] == [p for p in papers if p != favourite.id][:3]  # the others keep their order
+    assert "rerank" in reranked.last_timings
+    paper_hits = reranked.search("what is measured", Scope.for_paper(favourite.id), k=3)
+    assert len(read) == 1 and paper_hits  # not read for one paper's question

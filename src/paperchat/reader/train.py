@@ -29,7 +29,7 @@ from paperchat.reader.data import Group, load_groups, split_by_document
 from paperchat.reader.model import MAX_TOKENS, pair_text
 from paperchat.text import Tokenizer
 
-DEFAULT_FILES = ("eval/reader/answers.jsonl", "eval/reader/near_misses.jsonl")
+DEFAULT_FILES = ("eval/reader/answers.jsonl", "eval/reader/near_misses.jsonl", "eval/reader/answers_b.jsonl", "eval/reader/near_misses_b.jsonl")
 
 
 def _sample(g: Group, k: int, rng: random.Random, near: int = 0) -> tuple[list[int], int | None]:
