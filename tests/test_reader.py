@@ -81,7 +81,7 @@ def test_reader_off_is_the_rules_alone(tmp_path: Path) -> None:
 
 
 def test_training_data_is_locations_not_text() -> None:
-    for name in ("answers.jsonl", "near_misses.jsonl"):
+    for name in ("answers.jsonl", "near_misses.jsonl", "answers_b.jsonl", "near_misses_b.jsonl"):
         rows = [json.loads(line) for line in (EVAL / name).read_text(encoding="utf-8").splitlines()]
         assert rows and all("sentence" not in r and "text" not in r for r in rows)
         assert all(r.get("pdf", "").split("/")[0] in ("rag", "scholarly_nlp") for r in rows if r["source"] == "pdf")  # never the 30 reporting PDFs
@@ -96,3 +96,30 @@ def test_locations_resolve_against_the_shared_data(shared: Path) -> None:
     assert len(groups) >= 2900 and all(g.answer is not None for g in groups)
     train, val = split_by_document(groups, 0.1, 35)
     assert not {g.doc for g in train} & {g.doc for g in val}  # split by document, never by question
+
+
+def test_topic_judgments_are_complete_and_new() -> None:
+    """The paper reranker's topic data: 110 new questions, every paper of each pool judged once (0-2), none of
+    them a question of the topic sets it is measured on."""
+    questions = [json.loads(line) for line in (EVAL / "topic_questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    judged = [json.loads(line) for line in (EVAL / "topic_judgments.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(questions) >= 100 and len(judged) >= 2000
+    pairs = {(j["id"], j["paper"]) for j in judged}
+    assert len(pairs) == len(judged) and all(j["rel"] in (0, 1, 2) for j in judged)
+    assert all((q["id"], p) in pairs for q in questions for p in q["retrieved"])  # every retrieved paper judged
+    reported = set()
+    for name in ("topic_tune.jsonl", "topic_heldout.jsonl"):
+        reported |= {json.loads(line)["question"].lower() for line in (ROOT / "eval" / name).read_text(encoding="utf-8").splitlines()}
+    assert not reported & {q["question"].lower() for q in questions}
+
+
+def test_judged_groups_put_better_papers_first(tmp_path: Path) -> None:
+    from paperchat.reader.papers import judged_groups
+
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(json.dumps({"id": "q1", "question": "how?"}) + "\n")
+    js = tmp_path / "j.jsonl"
+    js.write_text("".join(json.dumps({"id": "q1", "paper": p, "rel": r}) + "\n" for p, r in (("a", 2), ("b", 1), ("c", 0), ("d", 0))))
+    groups = judged_groups(qs, js, {p: f"text {p}" for p in "abcd"})
+    got = {(g.cands[g.answer], tuple(sorted(g.cands[1:]))) for g in groups if g.answer is not None}
+    assert got == {("text a", ("text b", "text c", "text d")), ("text b", ("text c", "text d"))}

@@ -151,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--val-share", type=float, default=0.15)
     ap.add_argument("--seed", type=int, default=35)
     ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--no-scifact", action="store_true", help="train on the topic judgments alone (SciFact still validates)")
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--test", action="store_true", help="also score SciFact test (report once)")
     ap.add_argument("--no-export", action="store_true")
     args = ap.parse_args(argv)
@@ -158,13 +160,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from paperchat.reader.train import export, torch_scorer, train
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     bench, settings = _bench(args.data_dir, "train", args.data / "scifact")
     groups = scifact_groups(bench, settings, args.seed)
+    if args.no_scifact:  # SciFact's held-out claims still measure it; none of its groups train it
+        _, sf_val = split_questions(groups, args.val_share, args.seed)
+        groups = sf_val
     if args.judgments:
         texts = _abstract_texts(args.data)
         groups += judged_groups(args.questions or args.judgments, args.judgments, texts)
     train_g, val_g = split_questions(groups, args.val_share, args.seed)
+    if args.no_scifact:
+        train_g, val_g = [g for g in train_g if not g.doc.startswith("sf:")], val_g + [g for g in train_g if g.doc.startswith("sf:")]
     val_topic = {g.doc[3:] for g in val_g if g.doc.startswith("tj:")}
     val_claims = sorted({g.doc[3:] for g in val_g if g.doc.startswith("sf:")})
     print(f"train {len(train_g)} groups; validation {len(val_g)} groups ({len(val_claims)} SciFact claims)")
