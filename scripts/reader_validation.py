@@ -2,7 +2,7 @@
 as `paperchat.reader.train`): top-1 accuracy on answer questions and how well the best score tells answered
 questions from near misses (AUC), for the rules alone (answering.select.rank, no embedder) and the shipped reader.
 
-    python scripts/reader_validation.py [--data ../shared/data]
+    python scripts/reader_validation.py [--data ../shared/data] [--model models/reader-sentence ...]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from paperchat.types import Source
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--model", type=Path, nargs="*", default=[], help="reader folders to compare (default: the shipped one)")
     args = ap.parse_args()
     tok = Tokenizer()
     groups = list(load_groups([Path(f) for f in DEFAULT_FILES], args.data, tok))
@@ -39,9 +40,10 @@ def main() -> int:
         by_text = {s.text: s.score for s in ranked}
         return np.array([by_text.get(c, -9.0) for c in g.cands])
 
-    reader = SentenceReader()
-    out = {"validation_groups": len(val), "rules": evaluate(rules, val),
-           "reader": evaluate(lambda g: reader.score(g.question, g.cands, g.contexts), val)}
+    out = {"validation_groups": len(val), "rules": evaluate(rules, val)}
+    for folder in args.model or [None]:
+        reader = SentenceReader(folder, check=False) if folder else SentenceReader()
+        out[f"reader {folder or 'shipped'}"] = evaluate(lambda g, r=reader: r.score(g.question, g.cands, g.contexts), val)
     print(json.dumps(out, indent=2))
     return 0
 

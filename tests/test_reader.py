@@ -123,3 +123,14 @@ def test_judged_groups_put_better_papers_first(tmp_path: Path) -> None:
     groups = judged_groups(qs, js, {p: f"text {p}" for p in "abcd"})
     got = {(g.cands[g.answer], tuple(sorted(g.cands[1:]))) for g in groups if g.answer is not None}
     assert got == {("text a", ("text b", "text c", "text d")), ("text b", ("text c", "text d"))}
+
+
+def test_the_paper_reranker_is_off_by_default_and_its_absence_is_explained(tmp_path: Path) -> None:
+    from paperchat.reader.model import PAPER_RERANKER, paper_reranker
+
+    assert paper_reranker(make_settings(tmp_path)) is None
+    on = paper_reranker(make_settings(tmp_path, reranker="on"))
+    assert on is not None
+    if not (PAPER_RERANKER / "model.onnx").exists():  # none ships: asking for it says how to get one
+        with pytest.raises(ConfigError, match="no paper reranker"):
+            on("a question", ["a title. an abstract"])

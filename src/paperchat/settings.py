@@ -219,12 +219,13 @@ class Settings(BaseSettings):
     answerer: str = Field(
         default="extractive", description="'extractive' (no LLM), 'openai:<model>', 'local' or 'local:<model>'",
     )
-    reader: Literal["on", "off", "papers", "sentences"] = Field(
+    reader: Literal["on", "off"] = Field(
         default="off",
-        description=(
-            "our trained readers: 'papers' reranks a topic answer's papers, 'sentences' orders a paper answer's "
-            "sentences and joins its refusals, 'on' both, 'off' neither"
-        ),
+        description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals",
+    )
+    reranker: Literal["on", "off"] = Field(
+        default="off",
+        description="topic answers: 'on' reorders the fused top papers by a paper reranker trained with paperchat.reader.papers (none ships)",
     )
     judge: str = Field(
         default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)",

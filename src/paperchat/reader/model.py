@@ -63,6 +63,9 @@ class SentenceReader:
             if self._session is None:
                 path = self.folder / self.model_file
                 if not path.exists():
+                    if self.folder == PAPER_RERANKER:
+                        raise ConfigError(f"no paper reranker is installed ({path})",
+                                          "train one with `python -m paperchat.reader.papers --out models/reader-papers`, or set PAPERCHAT_RERANKER=off")
                     raise ConfigError(f"the sentence reader's weights are missing ({path})", "restore models/ from the repository, or set PAPERCHAT_READER=off")
                 if self.check:
                     want = (self.folder / "model.sha256").read_text().split()[0]
@@ -113,16 +116,17 @@ def _shared(folder: Path, max_tokens: int) -> SentenceReader:
 
 
 def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
-    """The sentence reader the settings ask for (`reader` "on" or "sentences": the shipped model, one session
-    per process), or None (the rules alone)."""
-    if settings.reader not in ("on", "sentences"):
+    """The sentence reader the settings ask for (`reader = "on"`: the shipped model, one session per process), or
+    None for `off` (the rules alone)."""
+    if settings.reader == "off":
         return None
     return _shared(SENTENCE_READER, MAX_TOKENS).score
 
 
 def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:
-    """The paper reranker the settings ask for (`reader` "on" or "papers"), or None (the fused order stands)."""
-    if settings.reader not in ("on", "papers"):
+    """The paper reranker the settings ask for (`reranker = "on"`: models/reader-papers, written by `python -m
+    paperchat.reader.papers`; none ships, the ones trained so far lost on validation), or None (the fused order)."""
+    if settings.reranker == "off":
         return None
     reader = _shared(PAPER_RERANKER, PAPER_TOKENS)
     return lambda question, texts: reader.score(question, texts)
