@@ -33,15 +33,15 @@ def _page(n: int) -> Source:
 
 def test_reads_better_than_the_rules_on_documents_it_never_saw(shared: Path, reader: SentenceReader) -> None:
     """On the documents held out of training (whole PDFs and abstracts, the training command's split): the
-    reader's first sentence is the answer more often than the rules' (measured 0.64 against 0.49), and its best
-    score tells answered questions from near misses (AUC 0.86; the rules' 0.48)."""
+    reader's first sentence is the answer more often than the rules' (measured 0.62 against 0.46), and its best
+    score tells answered questions from near misses (AUC 0.90; the rules' 0.45)."""
     from paperchat.reader.data import load_groups, split_by_document
     from paperchat.reader.train import DEFAULT_FILES, evaluate
 
     groups = list(load_groups([ROOT / f for f in DEFAULT_FILES], shared, Tokenizer()))
     _, val = split_by_document(groups, 0.1, 35)
     got = evaluate(lambda g: reader.score(g.question, g.cands, g.contexts), val)
-    assert got["answer_groups"] >= 200 and got["top1"] >= 0.58 and got["answered_vs_near_miss_auc"] >= 0.8, got
+    assert got["answer_groups"] >= 300 and got["top1"] >= 0.58 and got["answered_vs_near_miss_auc"] >= 0.85, got
 
 
 def test_ranks_the_rules_best_with_its_logits(reader: SentenceReader) -> None:
@@ -134,3 +134,14 @@ def test_the_paper_reranker_is_off_by_default_and_its_absence_is_explained(tmp_p
     if not (PAPER_RERANKER / "model.onnx").exists():  # none ships: asking for it says how to get one
         with pytest.raises(ConfigError, match="no paper reranker"):
             on("a question", ["a title. an abstract"])
+
+
+def test_refuse_mode_keeps_the_rules_order_and_carries_the_logits(reader: SentenceReader) -> None:
+    """PAPERCHAT_READER=refuse: the reader reads the rules' best sentences only for the refusal check; the
+    answer's order is the rules' own."""
+    question = "How quick is a single lookup against the index?"
+    rules = read_sources(question, [_page(3)], Tokenizer())
+    refuse = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=1.0, reorder=False)
+    assert [s.text for s in refuse.ranked] == [s.text for s in rules.ranked]
+    assert [s.score for s in refuse.ranked] == [s.score for s in rules.ranked]
+    assert all(s.reader is not None for s in refuse.ranked[:5]) and all(s.rules is None for s in refuse.ranked)

@@ -64,7 +64,7 @@ class QA:
         conf = library.settings.answers
         self.extractive = ExtractiveAnswerer(
             embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=self._stored_vectors,
-            reader=sentence_reader(library.settings), reader_mix=conf.reader_mix,
+            reader=sentence_reader(library.settings), reader_mix=conf.reader_mix, reader_orders=library.settings.reader == "on",
         )
 
     def _stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -219,9 +219,9 @@ class Settings(BaseSettings):
     answerer: str = Field(
         default="extractive", description="'extractive' (no LLM), 'openai:<model>', 'local' or 'local:<model>'",
     )
-    reader: Literal["on", "off"] = Field(
+    reader: Literal["on", "off", "refuse"] = Field(
         default="off",
-        description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals",
+        description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals; 'refuse' only join refusals",
     )
     reranker: Literal["on", "off"] = Field(
         default="off",

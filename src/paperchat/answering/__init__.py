@@ -37,10 +37,12 @@ def read_sources(
     weights: Weights = Weights(),
     reader: SentenceScorer | None = None,
     reader_mix: float = 0.0,
+    reorder: bool = True,
 ) -> Reading:
     """Rank the quotable sentences of the sources for the question (names in the sources' titles do not
-    answer a "which model" question about that paper); with a sentence `reader`, it ranks the rules' best."""
+    answer a "which model" question about that paper); with a sentence `reader`, it ranks the rules' best
+    (or, with `reorder` False, only scores them for the refusal check)."""
     focus = analyse(question, tok)
     cands = candidates(sources, tok)
     known = frozenset().union(*(names_in(s.title) for s in sources)) if sources else frozenset()
-    return Reading(focus, cands, rank(focus, cands, embedder, weights, known, reader, reader_mix))
+    return Reading(focus, cands, rank(focus, cands, embedder, weights, known, reader, reader_mix, reorder))

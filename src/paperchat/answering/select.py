@@ -86,10 +86,12 @@ def rank(
     known: frozenset[str] = frozenset(),
     reader: SentenceScorer | None = None,
     reader_mix: float = 0.0,
+    reorder: bool = True,
 ) -> list[Scored]:
     """The candidates scored against the question, best first; `known` names (the paper's title's) do not
     answer a "which model" question. With a `reader`, the rules' best READ_TOP are read by it and ranked by its
-    logit (plus `reader_mix` times the rules' score), ahead of the rest."""
+    logit (plus `reader_mix` times the rules' score), ahead of the rest; with `reorder` False they keep the
+    rules' order and only carry the logit (for the refusal check)."""
     if not cands or not focus.terms:
         return []
     tw = term_weights(focus, cands)
@@ -126,6 +128,8 @@ def rank(
         where = {(c.n, c.position): j for j, c in enumerate(cands)}
         contexts = [neighbours_of(cands, where[(sc.cand.n, sc.cand.position)]) for sc in top]
         logits = reader(focus.question, [sc.text for sc in top], contexts)
+        if not reorder:
+            return [replace(sc, reader=float(lg)) for sc, lg in zip(top, logits, strict=True)] + out[READ_TOP:]
         read = [replace(sc, reader=float(lg), rules=sc.score, score=float(lg) + reader_mix * sc.score) for sc, lg in zip(top, logits, strict=True)]
         read.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
         out = read + out[READ_TOP:]

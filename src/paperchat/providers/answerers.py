@@ -75,6 +75,7 @@ class ExtractiveAnswerer:
         stored_vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray]] | None = None,
         reader: SentenceScorer | None = None,
         reader_mix: float = 0.0,
+        reader_orders: bool = True,
     ) -> None:
         # max_sentences, per_paper and rerank are kept for callers of the earlier answerer; unused
         self.embedder = embedder
@@ -85,6 +86,7 @@ class ExtractiveAnswerer:
         self.context_sentences = context_sentences
         self.reader = reader  # the trained sentence reader: paper answers only (topic maps keep the rules)
         self.reader_mix = reader_mix
+        self.reader_orders = reader_orders  # False: the reader only joins the refusal check; the rules order the sentences
         self.tokenizer = Tokenizer()
         self._lock = threading.Lock()
         self._last: tuple[tuple[str, tuple[str, ...], bool], Reading] | None = None
@@ -97,7 +99,7 @@ class ExtractiveAnswerer:
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-        reading = read_sources(question, sources, self.tokenizer, self.embedder, reader=reader, reader_mix=self.reader_mix)
+        reading = read_sources(question, sources, self.tokenizer, self.embedder, reader=reader, reader_mix=self.reader_mix, reorder=self.reader_orders)
         with self._lock:
             self._last = (key, reading)
         return reading

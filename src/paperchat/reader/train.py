@@ -149,7 +149,7 @@ def export(model: Any, tok: Any, out: Path) -> tuple[Path, Path]:
         dynamic_axes={n: {0: "batch", 1: "tokens"} for n in names} | {"logits": {0: "batch"}}, opset_version=17, dynamo=False,
     )
     int8 = out / "model.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)  # per tensor: top-1 0.613, per channel 0.619 (fp32 0.638)
     tok.save_pretrained(str(out / "tokenizer"))
     (out / "model.sha256").write_text(f"{sha256_file(int8)}  model.onnx\n")
     return fp32, int8
