@@ -221,11 +221,11 @@ class Settings(BaseSettings):
     )
     reader: Literal["on", "off", "refuse"] = Field(
         default="off",
-        description="paper answers: 'on' lets the trained sentence reader order sentences and join refusals; 'refuse' only join refusals",
+        description="paper answers: our sentence reader orders sentences and refuses ('on'), or only refuses ('refuse')",
     )
     reranker: Literal["on", "off"] = Field(
         default="off",
-        description="topic answers: 'on' reorders the fused top papers by a paper reranker trained with paperchat.reader.papers (none ships)",
+        description="topic answers: 'on' reorders the top papers by a reranker from paperchat.reader.papers (none ships)",
     )
     judge: str = Field(
         default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)",
