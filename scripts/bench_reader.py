@@ -1,0 +1,64 @@
+"""What the sentence reader adds to a paper answer: the same paper questions asked with PAPERCHAT_READER off, on and
+refuse, interleaved question by question in one process over one store (so the machine's noise falls on all
+three), p50 and p95 of the answer's total time and each mode's ratio to `off`.
+
+    PAPERCHAT_DATA_DIR=STORE python scripts/bench_reader.py --set QUESTIONS.jsonl --data ../shared/data [--rounds 2] [--json]
+
+The store must hold the set's PDFs (an `eval run` store). Question sets as in eval/ (scope "paper", "pdf").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from paperchat.assistant import Assistant
+from paperchat.evaluation.questions import load_set
+from paperchat.settings import load_settings
+from paperchat.types import Scope
+
+MODES = ("off", "on", "refuse")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", type=Path, required=True)
+    ap.add_argument("--data", type=Path, default=Path("../shared/data"))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    base = load_settings()
+    helpers = {m: Assistant(base.model_copy(update={"reader": m})) for m in MODES}
+    first = helpers["off"]
+    questions, _, _ = load_set(args.set)
+    scoped = []
+    for q in questions:
+        if q.scope == "paper" and q.pdf:
+            p = first.paper_for_pdf(args.data / "pdfs" / q.pdf)
+            if p is not None:
+                scoped.append((q.question, Scope.for_paper(p.id)))
+    for m in MODES:  # load each mode's models once before timing
+        helpers[m].ask(scoped[0][0], scoped[0][1])
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    for r in range(args.rounds):
+        for i, (question, scope) in enumerate(scoped):
+            for m in (MODES if (i + r) % 2 == 0 else MODES[::-1]):  # alternate the order: no mode always runs first
+                ans = helpers[m].ask(f"{question} ({r})", scope)
+                times[m].append(ans.timings_ms["total"])
+    out = {"questions": len(scoped), "rounds": args.rounds}
+    for m in MODES:
+        t = np.array(times[m])
+        out[m] = {"p50_ms": round(float(np.percentile(t, 50)), 1), "p95_ms": round(float(np.percentile(t, 95)), 1)}
+    for m in MODES[1:]:
+        out[m]["added_p50_ms"] = round(out[m]["p50_ms"] - out["off"]["p50_ms"], 1)
+        out[m]["ratio_p50"] = round(out[m]["p50_ms"] / out["off"]["p50_ms"], 2)
+    print(json.dumps(out, indent=None if args.json else 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
