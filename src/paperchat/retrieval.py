@@ -276,13 +276,13 @@ class Retriever:
     def _rerank(self, query: str, fused: dict[str, float], chunks: dict[str, Chunk], lex: SearchSnapshot) -> dict[str, float]:
         """Our paper reranker reads the question against the title and abstract of the fused ranking's best
         `rerank_depth` papers; they are reordered by its logit (times `rerank_weight`) plus their fused rank
-        (`reader.papers.fuse`), and every chunk of a paper moves with it, ahead of the papers it did not read."""
+        (`fusion.rerank_fusion`), and every chunk of a paper moves with it, ahead of the papers it did not read."""
         p = self.params
         assert self.reranker is not None
         ranked = sorted(fused, key=lambda c: -fused[c])
         order: list[str] = []
         for cid in ranked:
-            paper = chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid
+            paper = _paper(cid, chunks, lex)
             if paper not in order:
                 order.append(paper)
                 if len(order) >= p.rerank_depth:
@@ -297,7 +297,7 @@ class Retriever:
         top = max(fused.values()) or 1.0
         out = {}
         for cid, score in fused.items():
-            paper = chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid
+            paper = _paper(cid, chunks, lex)
             # a reread paper's score is 1-2 by its new place, above every unread chunk (fused scores are far under 1);
             # inside a paper its chunks keep their order
             out[cid] = 1.0 + band[paper] / len(order) + 0.01 * score / top if paper in band else score
@@ -401,7 +401,7 @@ class Retriever:
         lex_score = dict(lexical)
         head = ranked[: max(k * 4, 20)]
         if scope.kind != "paper":
-            papers = {cid: chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid for cid in head}
+            papers = {cid: _paper(cid, chunks, lex) for cid in head}
             head = diversify(head, papers, p.max_per_paper)
         if scope.kind == "paper" and p.max_per_page:
             # one paper: spread the slots over its pages (needs each candidate's page, so fetch them all)
@@ -424,6 +424,11 @@ class Retriever:
             Hit(chunk=chunks[cid], score=fused[cid], dense=dense_score.get(cid), lexical=lex_score.get(cid), rank=i + 1)
             for i, cid in enumerate(head)
         ]
+
+
+def _paper(cid: str, chunks: dict[str, Chunk], lex: SearchSnapshot) -> str:
+    """The paper of a chunk id: from the chunk Chroma returned, else the snapshot's (else the id itself)."""
+    return chunks[cid].paper_id if cid in chunks else lex.paper_of(cid) or cid
 
 
 def as_langchain_retriever(retriever: Retriever, scope: Scope, k: int | None = None) -> Any:

@@ -97,12 +97,23 @@ class DenseIndex:
         return s
 
 
-def ndcg_at_k(ranked: Sequence[str], rel: dict[str, int], k: int = 10) -> float:
-    """nDCG@k with graded relevance (BEIR's definition)."""
-    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+def ndcg_at_k(ranked: Sequence[str], rel: dict[str, int], k: int = 10, exponential: bool = False) -> float:
+    """nDCG@k with graded relevance: gain = the grade (BEIR's definition), or 2^grade - 1 (`exponential`, which
+    weighs a grade-2 paper three times a grade-1 one)."""
+
+    def gain(r: int) -> float:
+        return 2.0**r - 1 if exponential else float(r)
+
+    dcg = sum(gain(rel.get(d, 0)) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(rel.values(), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    idcg = sum(gain(r) / math.log2(i + 2) for i, r in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
+
+
+def hybrid_ranking(lexical: Sequence[str], dense: Sequence[str], rrf_k: int, dense_weight: float, lexical_weight: float) -> list[str]:
+    """The BM25 and dense rankings fused by weighted reciprocal-rank fusion, best first."""
+    fused = rrf([(dense, dense_weight), (lexical, lexical_weight)], rrf_k)
+    return sorted(fused, key=lambda d: -fused[d])
 
 
 def recall_at_k(ranked: Sequence[str], rel: dict[str, int], k: int) -> float:
@@ -146,8 +157,7 @@ class Bench:
         for qid, q in self.data.queries.items():
             rel = self.data.qrels[qid]
             lex, den = self.rankings(q, 100, use_windows)
-            fused = rrf([(den, dense_weight), (lex, lexical_weight)], rrf_k)
-            hyb = sorted(fused, key=lambda d: -fused[d])
+            hyb = hybrid_ranking(lex, den, rrf_k, dense_weight, lexical_weight)
             for name, ranked in (("bm25", lex), ("dense", den), ("hybrid", hyb)):
                 res[name].append((ndcg_at_k(ranked, rel), recall_at_k(ranked, rel, 100)))
         return {

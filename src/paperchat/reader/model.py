@@ -47,13 +47,19 @@ class SentenceReader:
         model_file: the ONNX file inside it.
         check: verify the sha256 before loading (training validates a fresh export without one).
         max_tokens: the longest pair read (the rest of the second text is cut).
+        absent: what the error says when the weights are not there.
+        remedy: what it tells the user to do then, or when they do not match their sha256.
     """
 
-    def __init__(self, folder: Path = SENTENCE_READER, model_file: str = "model.onnx", check: bool = True, max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(
+        self, folder: Path = SENTENCE_READER, model_file: str = "model.onnx", check: bool = True, max_tokens: int = MAX_TOKENS,
+        absent: str = "the sentence reader's weights are missing", remedy: str = "restore models/ from the repository, or set PAPERCHAT_READER=off",
+    ) -> None:
         self.folder = folder
         self.max_tokens = max_tokens
         self.model_file = model_file
         self.check = check
+        self.absent, self.remedy = absent, remedy
         self._session: Any = None
         self._tok: Any = None
         self._lock = threading.Lock()
@@ -63,16 +69,11 @@ class SentenceReader:
             if self._session is None:
                 path = self.folder / self.model_file
                 if not path.exists():
-                    if self.folder == PAPER_RERANKER:
-                        raise ConfigError(f"no paper reranker is installed ({path})",
-                                          "train one with `python -m paperchat.reader.papers --out models/reader-papers`, or set PAPERCHAT_RERANKER=off")
-                    raise ConfigError(f"the sentence reader's weights are missing ({path})", "restore models/ from the repository, or set PAPERCHAT_READER=off")
+                    raise ConfigError(f"{self.absent} ({path})", self.remedy)
                 if self.check:
                     want = (self.folder / "model.sha256").read_text().split()[0]
                     if sha256_file(path) != want:
-                        raise ConfigError(
-                            f"{path} does not match its sha256 in model.sha256", "restore models/ from the repository, or set PAPERCHAT_READER=off"
-                        )
+                        raise ConfigError(f"{path} does not match its sha256 in model.sha256", self.remedy)
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 
@@ -110,9 +111,11 @@ _SHARED: dict[Path, SentenceReader] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared(folder: Path, max_tokens: int) -> SentenceReader:
+def _shared(folder: Path, **kw: Any) -> SentenceReader:
     with _SHARED_LOCK:
-        return _SHARED.setdefault(folder, SentenceReader(folder, max_tokens=max_tokens))
+        if folder not in _SHARED:
+            _SHARED[folder] = SentenceReader(folder, **kw)
+        return _SHARED[folder]
 
 
 def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
@@ -120,7 +123,7 @@ def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequenc
     None for `off` (the rules alone)."""
     if settings.reader == "off":
         return None
-    return _shared(SENTENCE_READER, MAX_TOKENS).score
+    return _shared(SENTENCE_READER).score
 
 
 def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:
@@ -128,5 +131,7 @@ def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndar
     paperchat.reader.papers`; none ships, the ones trained so far lost on validation), or None (the fused order)."""
     if settings.reranker == "off":
         return None
-    reader = _shared(PAPER_RERANKER, PAPER_TOKENS)
-    return lambda question, texts: reader.score(question, texts)
+    return _shared(
+        PAPER_RERANKER, max_tokens=PAPER_TOKENS, absent="no paper reranker is installed",
+        remedy="train one with `python -m paperchat.reader.papers --out models/reader-papers`, or set PAPERCHAT_RERANKER=off",
+    ).score

@@ -44,12 +44,11 @@ def _bench(data_dir: Path, split: str, root: Path) -> Any:
 
 def hybrid(bench: Any, settings: Any, q: str, depth: int = DEPTH) -> list[str]:
     """The app's fused BM25 + dense ranking of the SciFact corpus for one query (its top `depth`)."""
-    from paperchat.retrieval import rrf
+    from paperchat.evaluation.beir import hybrid_ranking
 
     p = settings.retrieval
     lex, den = bench.rankings(q, 100, True)
-    fused = rrf([(den, p.dense_weight), (lex, p.lexical_weight)], p.rrf_k)
-    return sorted(fused, key=lambda d: -fused[d])[:depth]
+    return hybrid_ranking(lex, den, p.rrf_k, p.dense_weight, p.lexical_weight)[:depth]
 
 
 def scifact_groups(bench: Any, settings: Any, seed: int) -> list[Group]:
@@ -114,15 +113,15 @@ def ndcg_rerank(bench: Any, settings: Any, qids: Sequence[str], score: Callable[
 def ndcg_judged(questions: Path, judgments: Path, keys: set[str], texts: dict[str, str], score: Callable[[str, list[str]], np.ndarray],
                 weights: Sequence[float]) -> dict[str, float]:
     """On judged topic questions (those in `keys`): graded nDCG@10 of the app's retrieved top 20 (every paper
-    judged) in its own order and reordered by the reranker at each weight."""
+    judged) in its own order and reordered by the reranker at each weight (gain 2^grade - 1)."""
+    from paperchat.evaluation.beir import ndcg_at_k
+
     rels: dict[str, dict[str, int]] = {}
     for r in map(json.loads, open(judgments, encoding="utf-8")):
         rels.setdefault(r["id"], {})[r["paper"]] = int(r["rel"])
 
     def ndcg(ranked: Sequence[str], rel: dict[str, int]) -> float:
-        dcg = sum((2 ** rel.get(d, 0) - 1) / np.log2(i + 2) for i, d in enumerate(ranked[:10]))
-        ideal = sum((2 ** g - 1) / np.log2(i + 2) for i, g in enumerate(sorted(rel.values(), reverse=True)[:10]))
-        return dcg / ideal if ideal else 0.0
+        return ndcg_at_k(ranked, rel, 10, exponential=True)
 
     res: dict[str, list[float]] = {"retrieved": [], **{f"w{w}": [] for w in weights}}
     for q in map(json.loads, open(questions, encoding="utf-8")):
