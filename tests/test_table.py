@@ -162,3 +162,25 @@ def test_the_cell_picker_learns_what_a_columns_answers_say() -> None:
     assert without["holds_gold"] <= 0.6, without
     model = fit(cells, 1.0, True)
     assert model.words and model.score(np.zeros((2, 11), np.float32), col, ["We evaluate on the XNLI benchmark.", filler[0]]).argmax() == 0
+
+
+def test_the_cell_pickers_training_cells_are_apart_from_the_gold() -> None:
+    """eval/table_train*.jsonl, written by reading: no paper of the held-out gold, one line per (paper, preset
+    column), and a not-stated cell carries no answer, page or evidence."""
+    from paperchat.settings import PROJECT_ROOT
+
+    rows = [json.loads(line) for line in (PROJECT_ROOT / "eval" / "table_gold.jsonl").open()]
+    gold = {r["paper_id"] for r in rows}
+    names = {c.name for c in PRESETS["empirical"]}
+    seen: set[tuple[str, str]] = set()
+    for path in sorted((PROJECT_ROOT / "eval").glob("table_train*.jsonl")):
+        for line in path.open():
+            r = json.loads(line)
+            assert r["paper_id"] not in gold, (path.name, r["id"])
+            assert r["column"] in names and (r["paper_id"], r["column"]) not in seen, (path.name, r["id"])
+            seen.add((r["paper_id"], r["column"]))
+            if r["not_stated"]:
+                assert not (r["gold_answer"] or r["evidence"] or r["gold_pages"]), r["id"]
+            else:
+                assert r["evidence"] and (r["source"] == "abstract" or r["gold_pages"]), r["id"]
+    assert len({p for p, _ in seen}) >= 190

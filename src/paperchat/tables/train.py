@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     """Train on eval/table_train.jsonl (ingesting its papers from --data into the data folder) and save."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="folder with pdfs/ and abstracts/")
-    p.add_argument("--train", nargs="+", default=[str(PROJECT_ROOT / "eval" / n) for n in ("table_train.jsonl", "table_train_b.jsonl")])
+    p.add_argument("--train", nargs="+", default=[str(PROJECT_ROOT / "eval" / n) for n in ("table_train.jsonl", "table_train_b.jsonl", "table_train_c.jsonl")])
     p.add_argument("--out", default=str(MODEL_DIR))
     p.add_argument("--cells-cache", type=Path, help="keep the cells read by the reader in this file (reused when it exists)")
     args = p.parse_args(argv)
