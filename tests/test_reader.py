@@ -63,6 +63,15 @@ def test_scores_do_not_depend_on_the_batch(reader: SentenceReader) -> None:
     assert np.allclose(together, alone, atol=1e-4)
 
 
+def test_scores_do_not_depend_on_the_workers(reader: SentenceReader) -> None:
+    """Pairs scored side by side on two threads give the logits one thread gives, bit for bit."""
+    sents = PAPER_PAGES[2].split(". ") + PAPER_PAGES[1].split(". ")
+    q = "How quick is a single lookup against the index?"
+    one = SentenceReader(workers=1).score(q, sents)
+    two = SentenceReader(workers=2).score(q, sents)
+    assert len(one) == len(sents) > 4 and np.array_equal(one, two)
+
+
 def test_altered_weights_are_refused(tmp_path: Path) -> None:
     copy = tmp_path / "reader"
     shutil.copytree(SENTENCE_READER, copy)
