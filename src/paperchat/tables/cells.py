@@ -9,13 +9,12 @@ MiniLM vector of the training cells' evidence sentences), and a logistic regress
 - where the sentence is (abstract, page 1, relative page) and what it holds (a number, a URL),
 - the column's words: hashed (column, word) and (column, word pair) indicators, so it learns that a Datasets
   answer says "benchmark" or "evaluate on", a Compute answer "GPU", a Code answer "github",
-trained on eval/table_train.jsonl and eval/table_train_b.jsonl (169 papers: 7 PDFs and 162 abstracts, none of the
-evaluation's 24). A candidate is positive when it is one of the cell's evidence sentences (half of its content
+trained on eval/table_train.jsonl, table_train_b.jsonl and table_train_c.jsonl (190 papers: 28 PDFs and 162
+abstracts, none of the evaluation's 24). A candidate is positive when it is one of the cell's evidence sentences (half of its content
 words on a gold page) or holds the gold value. The cell's best candidate below `not_stated_below` makes the cell
 "not stated"; that threshold is chosen on scores of papers the scoring model was not fitted on.
 
-`python -m paperchat.tables.train --data ../shared/data --train eval/table_train.jsonl eval/table_train_b.jsonl`
-chooses C and the word features by cross-validation grouped by paper, trains and writes models/table-cells/.
+`python -m paperchat.tables.train --data ../shared/data` (those three files by default) chooses C and the word features by cross-validation grouped by paper, trains and writes models/table-cells/.
 """
 
 from __future__ import annotations
