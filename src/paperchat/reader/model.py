@@ -131,12 +131,17 @@ def _shared(folder: Path, **kw: Any) -> SentenceReader:
         return _SHARED[folder]
 
 
+def shipped_reader() -> SentenceReader:
+    """The shipped sentence reader, one per process (AskPDF and the comparison tables share its session)."""
+    return _shared(SENTENCE_READER)
+
+
 def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequence[str]], np.ndarray] | None:
     """The sentence reader the settings ask for (`reader = "on"`: the shipped model, one session per process), or
     None for `off` (the rules alone)."""
     if settings.reader == "off":
         return None
-    return _shared(SENTENCE_READER).score
+    return shipped_reader().score
 
 
 def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:

@@ -14,7 +14,6 @@ so adding a column computes only that column.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -248,20 +247,15 @@ class TableBuilder:
 
 
 def _default_reader() -> Callable[..., Any] | None:
-    """The shipped sentence reader (one shared session), or None when its weights are not there."""
-    from paperchat.reader.model import SENTENCE_READER, SentenceReader
+    """The shipped sentence reader (the session AskPDF uses too), or None when its weights are not there."""
+    from paperchat.reader.model import SENTENCE_READER, shipped_reader
 
     if not (SENTENCE_READER / "model.onnx").exists():
         return None
-    with _READER_LOCK:
-        if "r" not in _READER:
-            _READER["r"] = SentenceReader(SENTENCE_READER)
-    return _READER["r"].score
+    return shipped_reader().score
 
 
-_READER: dict[str, Any] = {}
 _TOKENIZER: dict[str, Any] = {}
-_READER_LOCK = threading.Lock()
 
 
 def scope_papers(core: TableSource, topic: str | None = None, collection: str | None = None, papers: str | None = None,

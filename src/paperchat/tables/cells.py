@@ -14,7 +14,8 @@ abstracts, none of the evaluation's 24). A candidate is positive when it is one 
 words on a gold page) or holds the gold value. The cell's best candidate below `not_stated_below` makes the cell
 "not stated"; that threshold is chosen on scores of papers the scoring model was not fitted on.
 
-`python -m paperchat.tables.train --data ../shared/data` (those three files by default) chooses C and the word features by cross-validation grouped by paper, trains and writes models/table-cells/.
+`python -m paperchat.tables.train --data ../shared/data` (those three files by default) chooses C and the word
+features by cross-validation grouped by paper, trains and writes models/table-cells/.
 """
 
 from __future__ import annotations
