@@ -3,6 +3,9 @@ refuse, interleaved question by question in one process over one store (so the m
 three), p50 and p95 of the answer's total time and each mode's ratio to `off`.
 
     PAPERCHAT_DATA_DIR=STORE python scripts/bench_reader.py --set QUESTIONS.jsonl --data ../shared/data [--rounds 2] [--json]
+        [--workers N]
+
+`--workers 1` scores the pairs one after another (each on one core), as before the reader ran them side by side.
 
 The store must hold the set's PDFs (an `eval run` store). Question sets as in eval/ (scope "paper", "pdf").
 """
@@ -18,6 +21,7 @@ import numpy as np
 
 from paperchat.assistant import Assistant
 from paperchat.evaluation.questions import load_set
+from paperchat.reader.model import shipped_reader
 from paperchat.settings import load_settings
 from paperchat.types import Scope
 
@@ -30,7 +34,10 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--workers", type=int, help="pairs the reader scores at once (default: its own choice)")
     args = ap.parse_args()
+    if args.workers:
+        shipped_reader().workers = args.workers  # before its first load, which makes the thread pool
     base = load_settings()
     helpers = {m: Assistant(base.model_copy(update={"reader": m})) for m in MODES}
     first = helpers["off"]
@@ -49,7 +56,7 @@ def main() -> int:
             for m in (MODES if (i + r) % 2 == 0 else MODES[::-1]):  # alternate the order: no mode always runs first
                 ans = helpers[m].ask(f"{question} ({r})", scope)
                 times[m].append(ans.timings_ms["total"])
-    out = {"questions": len(scoped), "rounds": args.rounds}
+    out = {"questions": len(scoped), "rounds": args.rounds, "reader_workers": shipped_reader().workers}
     for m in MODES:
         t = np.array(times[m])
         out[m] = {"p50_ms": round(float(np.percentile(t, 50)), 1), "p95_ms": round(float(np.percentile(t, 95)), 1)}

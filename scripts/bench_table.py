@@ -1,7 +1,9 @@
 """Comparison-table speed: a 10 x 6 table from abstracts and one from PDFs, fresh cache, with the cell picker
 (the default) and, as the baseline in the same run, the AskPDF answerer alone (`TableBuilder(reader=False)`).
 
-    PAPERCHAT_DATA_DIR=/tmp/tablestore .venv/bin/python scripts/bench_table.py --data ../shared/data
+    PAPERCHAT_DATA_DIR=/tmp/tablestore .venv/bin/python scripts/bench_table.py --data ../shared/data [--workers N]
+
+`--workers 1` has the sentence reader score a cell's pairs one after another, as before it ran them side by side.
 
 The gold set's papers are ingested first (12 PDFs, 12 abstracts; see eval/table_gold.jsonl); the abstracts
 table uses papers without a PDF from the library, the PDF table the papers with one. Prints seconds per table
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 from paperchat.assistant import Assistant
+from paperchat.reader.model import shipped_reader
 from paperchat.evaluation.table_eval import ingest_gold_papers, read_gold
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.tables.columns import PRESETS
@@ -28,7 +31,10 @@ COLUMNS = PRESETS["empirical"][:6]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
+    p.add_argument("--workers", type=int, help="pairs the reader scores at once (default: its own choice)")
     args = p.parse_args()
+    if args.workers:
+        shipped_reader().workers = args.workers  # before its first load, which makes the thread pool
     core = Assistant(Settings())
     ingest_gold_papers(core, read_gold(PROJECT_ROOT / "eval" / "table_gold.jsonl"), Path(args.data))
     papers = core.library.catalog.get_many(core.library.catalog.stored_hashes())
