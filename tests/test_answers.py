@@ -198,6 +198,9 @@ def test_debris_is_not_quotable() -> None:
     assert not quotable("Jacob Devlin, Ming-Wei Chang, Kenton Lee, and Kristina Toutanova. In Proceedings of NAACL, 2019.")
     assert not quotable("Allen Institute for AI, University of Washington, Seattle")
     assert quotable("In this work we employ h = 8 parallel attention layers, or heads.")
+    # pypdf's "10, 853" is one number: a sentence with two counts in it is no table row
+    assert quotable("At first we collect 12, 406 recipes (48, 275 steps) from the website.")
+    assert not quotable("Model 12, 406 48, 275 3.1 2.7 9.9 1.2 0.4")
     s = "3.2.3 Applications of Attention in our Model The Transformer uses multi-head attention in three different ways:"
     assert strip_heading(s) == "The Transformer uses multi-head attention in three different ways:" and s.endswith(strip_heading(s))
     # numbered headings in sentence case end at an opener that is rarely capitalised inside a sentence

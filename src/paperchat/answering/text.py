@@ -171,6 +171,8 @@ def satisfies(kind: AnswerKind, sentence: str, known: frozenset[str] = frozenset
 
 _MATHY = re.compile(r"[=∈×≤≥∑√∏→←⊕⊗·∗^_{}|\\]|^[A-Za-z]$|^\W+$")
 _NUMBERISH = re.compile(r"^[\d.,%±()/+\-x×<>]+[kKMB]?$")
+# pypdf writes a thousands separator with a space ("10, 853 tools"): one number, not two
+_SPLIT_THOUSANDS = re.compile(r"(?<![\d.])(\d{1,3}), (?=\d{3}(?![\d.]))")
 _REFERENCE = re.compile(
     r"\b(?:In Proceedings|Proceedings of|arXiv preprint|arXiv:\d|CoRR|abs/\d|pages? \d+\s*[-\u2013]\s*\d+|pp\. ?\d|"
     r"Vol\. \d|doi:|doi\.org|Association for Computational Linguistics|Conference on|Journal of|Transactions on|"
@@ -218,7 +220,7 @@ def counted_words(sentence: str, tok: Tokenizer, window: int = 5) -> frozenset[s
 
 def _tabular(sentence: str) -> bool:
     """Mostly numbers (a table row run together by the text extractor) or mostly math symbols."""
-    words = sentence.split()
+    words = _SPLIT_THOUSANDS.sub(r"\1,", sentence).split()
     if len(words) >= 6 and sum(bool(_NUMBERISH.match(w)) for w in words) / len(words) > 0.3:
         return True
     return len(words) >= 5 and sum(bool(_MATHY.search(w)) for w in words) / len(words) > 0.25
