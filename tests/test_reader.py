@@ -154,3 +154,20 @@ def test_refuse_mode_keeps_the_rules_order_and_carries_the_logits(reader: Senten
     assert [s.text for s in refuse.ranked] == [s.text for s in rules.ranked]
     assert [s.score for s in refuse.ranked] == [s.score for s in rules.ranked]
     assert all(s.reader is not None for s in refuse.ranked[:5]) and all(s.rules is None for s in refuse.ranked)
+
+
+def test_the_reader_is_on_by_default_and_the_rules_lead(tmp_path: Path, reader: SentenceReader) -> None:
+    """The default (Stop 36): the reader reads the rules' best sentences and breaks their near-ties; a sentence
+    the rules clearly prefer stays ahead whatever the reader says (mix 16: rules' scores spread about 0.3, the
+    reader's logits about 2.3)."""
+    settings = make_settings(tmp_path)
+    assert settings.reader == "on" and settings.answers.reader_mix == 16.0
+    question = "How quick is a single lookup against the index?"
+    mixed = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=settings.answers.reader_mix)
+    alone = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=0.0)
+    read = [s for s in mixed.ranked if s.reader is not None]
+    assert all(abs(s.score - (s.reader + 16.0 * s.rules)) < 1e-4 for s in read)  # type: ignore[operator]
+    best_rules = max(read, key=lambda s: s.rules or 0.0)
+    ahead = [s for s in read if (s.rules or 0.0) < (best_rules.rules or 0.0) - 0.5]
+    assert all(s.score < best_rules.score for s in ahead)
+    assert {s.text for s in alone.ranked[:len(read)]} == {s.text for s in read}

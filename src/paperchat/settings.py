@@ -126,7 +126,7 @@ class AnswerSettings(BaseModel):
         default=0.26, description="paper questions: refuse when the evidence strength is below this",
     )
     reader_mix: float = Field(
-        default=1.0, ge=0.0, le=10.0,
+        default=16.0, ge=0.0, le=100.0,
         description="with the reader on: weight of the rules' score added to the reader's logit",
     )
     reader_refuse_below: float | None = Field(
@@ -220,7 +220,7 @@ class Settings(BaseSettings):
         default="extractive", description="'extractive' (no LLM), 'openai:<model>', 'local' or 'local:<model>'",
     )
     reader: Literal["on", "off", "refuse"] = Field(
-        default="off",
+        default="on",
         description="paper answers: our sentence reader orders sentences and refuses ('on'), or only refuses ('refuse')",
     )
     reranker: Literal["on", "off"] = Field(
