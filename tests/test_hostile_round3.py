@@ -232,6 +232,11 @@ def test_ctrl_c_during_model_loading_exits_130_in_one_line(tmp_path: Path, delay
     proc = subprocess.Popen([command, "ask", "How are negatives chosen?"], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(delay)
+    if proc.poll() is not None:  # a warm, quick machine answered (an empty library) before the signal was due
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "cannot answer" in out and "Traceback" not in err, (proc.returncode, err[-500:])
+        assert delay > 0.3, "even the earliest interrupt came too late to test anything"
+        return
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     if proc.returncode == -signal.SIGINT:  # the signal came before the interpreter had started: killed by it, silently
