@@ -296,10 +296,10 @@ def candidate_rows(builder: TableBuilder, paper_id: str, column: Column, read_to
     vecs, qvec = v[1:], v[0]
     model = builder.cell_model
     if read_top is not None and model is not None and len(cands) > read_top:
-        guess = np.full(len(cands), float(model.mean[0]), dtype=np.float32)
-        pre = model.score(model.features(column, [c.text for c in cands], [c.page for c in cands], guess, vecs, qvec,
-                                         page_count(builder, paper_id), [c.position for c in cands]), column, [c.text for c in cands])
-        keep = sorted(np.argsort(-pre)[:read_top].tolist())
+        texts = [c.text for c in cands]
+        unread = np.zeros(len(cands), dtype=np.float32)  # read_first puts the training mean in its place
+        x = model.features(column, texts, [c.page for c in cands], unread, vecs, qvec, page_count(builder, paper_id), [c.position for c in cands])
+        keep = model.read_first(x, column, texts, read_top).tolist()
         ctx = [neighbours_of(cands, i) for i in keep]
         cands, vecs = [cands[i] for i in keep], vecs[keep]
     else:

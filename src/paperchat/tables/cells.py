@@ -111,6 +111,13 @@ class CellModel:
             out = out + np.asarray([sum(self.words.get(k, 0.0) for k in word_keys(column.name, t)) for t in texts], dtype=np.float32)
         return out
 
+    def read_first(self, x: np.ndarray, column: Column, texts: list[str], k: int) -> np.ndarray:
+        """The indexes, in order, of the `k` candidates this model ranks best without the reader (its logit set to
+        the training mean): the ones the reader reads, as reading is most of a cell's time."""
+        guess = x.copy()
+        guess[:, FEATURES.index("reader")] = self.mean[FEATURES.index("reader")]
+        return np.sort(np.argsort(-self.score(guess, column, texts))[:k])
+
     def save(self, folder: Path, meta: dict[str, Any]) -> None:
         """model.json (weights) and training.json (what it was trained on, with its numbers)."""
         folder.mkdir(parents=True, exist_ok=True)

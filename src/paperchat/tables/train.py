@@ -135,40 +135,47 @@ def _with_prototype(cell: _Cell, prototypes: dict[str, np.ndarray]) -> np.ndarra
     return x
 
 
-def _scores(model: CellModel, cell: _Cell) -> np.ndarray:
-    """The model's logit for each of the cell's candidates (-99 alone when it has none)."""
+def _scores(model: CellModel, cell: _Cell, read_top: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The model's logit for each candidate it reads and the candidates' indexes (-99 alone when it has none).
+    With `read_top`, only the candidates the builder would have the reader read (`CellModel.read_first`)."""
     if not len(cell.texts):
-        return np.asarray([-99.0])
-    return model.score(_with_prototype(cell, model.prototypes), cell.column, cell.texts)
+        return np.asarray([-99.0]), np.zeros(1, dtype=np.int64)
+    x = _with_prototype(cell, model.prototypes)
+    if read_top is None or len(cell.texts) <= read_top:
+        return model.score(x, cell.column, cell.texts), np.arange(len(cell.texts))
+    keep = model.read_first(x, cell.column, cell.texts, read_top)
+    return model.score(x[keep], cell.column, [cell.texts[j] for j in keep]), keep
 
 
 def _top(model: CellModel, cell: _Cell) -> float:
-    return float(_scores(model, cell).max())
+    return float(_scores(model, cell)[0].max())
 
 
-def holds(model: CellModel, cells: list[_Cell]) -> dict[str, float]:
+def holds(model: CellModel, cells: list[_Cell], read_top: int | None = None) -> dict[str, float]:
     """As `paperchat eval table` scores cells: holds-gold (of the stated cells, those whose picked sentence answers),
-    not-stated precision and recall, and the accuracy over every cell (a not-stated cell left empty is right)."""
+    not-stated precision and recall, and the accuracy over every cell (a not-stated cell left empty is right).
+    `read_top`: the reader reads only that many of a cell's candidates, as in the builder."""
     held, said_none, none_right, truly_none, stated_n = 0, 0, 0, 0, 0
     for cell in cells:
         stated = not cell.gold["not_stated"]
-        scores = _scores(model, cell)
+        scores, keep = _scores(model, cell, read_top)
         empty = not len(cell.texts) or float(scores.max()) < model.not_stated_below  # no candidate: nothing to quote
         said_none += empty
         none_right += empty and not stated
         truly_none += not stated
         stated_n += stated
         if stated and not empty:
-            held += bool(cell.labels[int(scores.argmax())])
+            held += bool(cell.labels[keep[int(scores.argmax())]])
     return {"holds_gold": held / max(stated_n, 1), "not_stated_precision": none_right / max(said_none, 1),
             "not_stated_recall": none_right / max(truly_none, 1), "accuracy": (held + none_right) / max(len(cells), 1)}
 
 
-def cross_validate(cells: list[_Cell], c: float, words: bool, folds: int = 5, ns_precision: float | None = None) -> dict[str, float]:
+def cross_validate(cells: list[_Cell], c: float, words: bool, folds: int = 5, ns_precision: float | None = None,
+                   read_top: int | None = None) -> dict[str, float]:
     """Grouped by paper: each fold's papers are scored by a model fitted on the other papers only."""
     scores: list[dict[str, float]] = []
     for test, train in _paper_folds(cells, folds, seed=0):
-        got = holds(fit([cells[i] for i in train], c, words, ns_precision=ns_precision), [cells[i] for i in test])
+        got = holds(fit([cells[i] for i in train], c, words, ns_precision=ns_precision), [cells[i] for i in test], read_top)
         scores.append({**got, "n": len(test)})
     n = sum(x["n"] for x in scores)
     return {k: round(sum(x[k] * x["n"] for x in scores) / n, 3) for k in ("holds_gold", "not_stated_precision", "not_stated_recall", "accuracy")}
