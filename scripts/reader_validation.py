@@ -17,7 +17,7 @@ import numpy as np
 from paperchat.answering.question import analyse
 from paperchat.answering.select import rank
 from paperchat.answering.text import candidates
-from paperchat.reader.data import load_groups, split_by_document
+from paperchat.reader.data import load_groups, split_by_document, validation_docs
 from paperchat.reader.model import SentenceReader
 from paperchat.reader.train import DEFAULT_FILES, evaluate
 from paperchat.text import Tokenizer
@@ -31,7 +31,7 @@ def main() -> int:
     args = ap.parse_args()
     tok = Tokenizer()
     groups = list(load_groups([Path(f) for f in DEFAULT_FILES], args.data, tok))
-    _, val = split_by_document(groups, 0.1, 35)
+    _, val = split_by_document(groups, 0.1, 35, validation_docs())
 
     def rules(g):  # the rules' score of each candidate, in the group's order
         src = Source(n=1, paper_id="x", title="", text=" ".join(g.cands), page=1, score=1.0)

@@ -35,11 +35,11 @@ def test_reads_better_than_the_rules_on_documents_it_never_saw(shared: Path, rea
     """On the documents held out of training (whole PDFs and abstracts, the training command's split): the
     reader's first sentence is the answer more often than the rules' (measured 0.62 against 0.46), and its best
     score tells answered questions from near misses (AUC 0.90; the rules' 0.45)."""
-    from paperchat.reader.data import load_groups, split_by_document
+    from paperchat.reader.data import load_groups, split_by_document, validation_docs
     from paperchat.reader.train import DEFAULT_FILES, evaluate
 
     groups = list(load_groups([ROOT / f for f in DEFAULT_FILES], shared, Tokenizer()))
-    _, val = split_by_document(groups, 0.1, 35)
+    _, val = split_by_document(groups, 0.1, 35, validation_docs())
     got = evaluate(lambda g: reader.score(g.question, g.cands, g.contexts), val)
     assert got["answer_groups"] >= 300 and got["top1"] >= 0.58 and got["answered_vs_near_miss_auc"] >= 0.85, got
 
@@ -90,7 +90,10 @@ def test_reader_off_is_the_rules_alone(tmp_path: Path) -> None:
 
 
 def test_training_data_is_locations_not_text() -> None:
-    for name in ("answers.jsonl", "near_misses.jsonl", "answers_b.jsonl", "near_misses_b.jsonl"):
+    from paperchat.reader.train import DEFAULT_FILES
+
+    assert {"eval/reader/answers_c.jsonl", "eval/reader/near_misses_c.jsonl"} <= set(DEFAULT_FILES)
+    for name in (Path(f).name for f in DEFAULT_FILES):
         rows = [json.loads(line) for line in (EVAL / name).read_text(encoding="utf-8").splitlines()]
         assert rows and all("sentence" not in r and "text" not in r for r in rows)
         assert all(r.get("pdf", "").split("/")[0] in ("rag", "scholarly_nlp") for r in rows if r["source"] == "pdf")  # never the 30 reporting PDFs
@@ -105,6 +108,17 @@ def test_locations_resolve_against_the_shared_data(shared: Path) -> None:
     assert len(groups) >= 2900 and all(g.answer is not None for g in groups)
     train, val = split_by_document(groups, 0.1, 35)
     assert not {g.doc for g in train} & {g.doc for g in val}  # split by document, never by question
+
+
+def test_validation_documents_are_fixed_and_kept() -> None:
+    """The fixed validation documents keep every document the earlier readers were measured on (the seeded 10 %
+    of the first two batches' 608 documents) and add a share of each later batch's new ones."""
+    from paperchat.reader.data import validation_docs
+
+    listed = validation_docs()
+    assert len(listed) == len(set(listed)) >= 61 + 80
+    assert all(d.startswith(("pdf:", "abs:")) for d in listed)
+    assert not [d for d in listed if d.startswith("pdf:") and not d.startswith(("pdf:rag/", "pdf:scholarly_nlp/"))]
 
 
 def test_topic_judgments_are_complete_and_new() -> None:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +26,7 @@ from paperchat.text import Tokenizer
 from paperchat.types import Source
 
 ABSTRACTS = "abstracts/arxiv_daily_csCL_csAI_2025-03_2026-07.jsonl"
+VALIDATION_DOCS = Path(__file__).resolve().parents[3] / "eval" / "reader" / "validation_docs.txt"
 _WORD = re.compile(r"\w+")
 
 
@@ -132,9 +133,21 @@ def load_groups(files: Sequence[Path], data: Path, tok: Tokenizer) -> Iterator[G
             )
 
 
-def split_by_document(groups: Sequence[Group], val_share: float, seed: int = 35) -> tuple[list[Group], list[Group]]:
-    """(train, validation): whole documents go to one side, never a question's page to both."""
-    docs = sorted({g.doc for g in groups})
-    random.Random(seed).shuffle(docs)
-    val_docs = set(docs[: max(1, round(val_share * len(docs)))])
+def split_by_document(
+    groups: Sequence[Group], val_share: float, seed: int = 35, listed: Collection[str] | None = None
+) -> tuple[list[Group], list[Group]]:
+    """(train, validation): whole documents go to one side, never a question's page to both. `listed`: the
+    validation documents, fixed (`VALIDATION_DOCS`), so that a reader trained on more data is measured on the
+    same documents as the one before it; otherwise a seeded `val_share` of the documents."""
+    if listed is not None:
+        val_docs = set(listed)
+    else:
+        docs = sorted({g.doc for g in groups})
+        random.Random(seed).shuffle(docs)
+        val_docs = set(docs[: max(1, round(val_share * len(docs)))])
     return [g for g in groups if g.doc not in val_docs], [g for g in groups if g.doc in val_docs]
+
+
+def validation_docs(path: Path = VALIDATION_DOCS) -> list[str]:
+    """The fixed validation documents (one document key per line: `pdf:<path>` or `abs:<paper id>`)."""
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]

@@ -25,11 +25,14 @@ from typing import Any
 import numpy as np
 
 from paperchat.hashing import sha256_file
-from paperchat.reader.data import Group, load_groups, split_by_document
+from paperchat.reader.data import VALIDATION_DOCS, Group, load_groups, split_by_document, validation_docs
 from paperchat.reader.model import MAX_TOKENS, pair_text
 from paperchat.text import Tokenizer
 
-DEFAULT_FILES = ("eval/reader/answers.jsonl", "eval/reader/near_misses.jsonl", "eval/reader/answers_b.jsonl", "eval/reader/near_misses_b.jsonl")
+DEFAULT_FILES = (
+    "eval/reader/answers.jsonl", "eval/reader/near_misses.jsonl", "eval/reader/answers_b.jsonl", "eval/reader/near_misses_b.jsonl",
+    "eval/reader/answers_c.jsonl", "eval/reader/near_misses_c.jsonl",
+)
 
 
 def _sample(g: Group, k: int, rng: random.Random, near: int = 0) -> tuple[list[int], int | None]:
@@ -166,7 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--group-size", type=int, default=6)
     ap.add_argument("--batch-groups", type=int, default=8)
     ap.add_argument("--lr", type=float, default=5e-5)
-    ap.add_argument("--val-share", type=float, default=0.1)
+    ap.add_argument("--val-share", type=float, default=0.1, help="with --val-docs none: a seeded share of the documents")
+    ap.add_argument("--val-docs", default=str(VALIDATION_DOCS), help="the fixed validation documents ('none': a seeded --val-share)")
     ap.add_argument("--seed", type=int, default=35)
     ap.add_argument("--near", type=int, default=0, help="negatives per group drawn from the answer's neighbouring sentences")
     ap.add_argument("--bf16", action="store_true", help="mixed-precision training (CPUs with AMX or AVX-512 BF16)")
@@ -176,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(2)
     groups = list(load_groups(args.files, args.data, Tokenizer()))
-    train_g, val_g = split_by_document(groups, args.val_share, args.seed)
+    listed = None if args.val_docs == "none" else validation_docs(Path(args.val_docs))
+    train_g, val_g = split_by_document(groups, args.val_share, args.seed, listed)
     if args.share < 1.0:
         train_g, _ = split_by_document(train_g, 1.0 - args.share, args.seed + 1)
     print(f"train {len(train_g)} groups from {len({g.doc for g in train_g})} documents; validation {len(val_g)} from {len({g.doc for g in val_g})}")
