@@ -33,15 +33,16 @@ def _page(n: int) -> Source:
 
 def test_reads_better_than_the_rules_on_documents_it_never_saw(shared: Path, reader: SentenceReader) -> None:
     """On the documents held out of training (whole PDFs and abstracts, the training command's split): the
-    reader's first sentence is the answer more often than the rules' (measured 0.62 against 0.46), and its best
-    score tells answered questions from near misses (AUC 0.90; the rules' 0.45)."""
+    reader's first sentence is the answer more often than the rules' (Stop 37's reader: 0.763 against 0.509 on the
+    fixed validation documents; the stop-35 reader 0.688), and its best score tells answered questions from near
+    misses (AUC 0.939; the rules' 0.470)."""
     from paperchat.reader.data import load_groups, split_by_document, validation_docs
     from paperchat.reader.train import DEFAULT_FILES, evaluate
 
     groups = list(load_groups([ROOT / f for f in DEFAULT_FILES], shared, Tokenizer()))
     _, val = split_by_document(groups, 0.1, 35, validation_docs())
     got = evaluate(lambda g: reader.score(g.question, g.cands, g.contexts), val)
-    assert got["answer_groups"] >= 300 and got["top1"] >= 0.58 and got["answered_vs_near_miss_auc"] >= 0.85, got
+    assert got["answer_groups"] >= 550 and got["top1"] >= 0.72 and got["answered_vs_near_miss_auc"] >= 0.90, got
 
 
 def test_ranks_the_rules_best_with_its_logits(reader: SentenceReader) -> None:
@@ -171,16 +172,16 @@ def test_refuse_mode_keeps_the_rules_order_and_carries_the_logits(reader: Senten
 
 
 def test_the_reader_is_on_by_default_and_the_rules_lead(tmp_path: Path, reader: SentenceReader) -> None:
-    """The default (Stop 36): the reader reads the rules' best sentences and breaks their near-ties; a sentence
-    the rules clearly prefer stays ahead whatever the reader says (mix 16: rules' scores spread about 0.3, the
-    reader's logits about 2.3)."""
+    """The default (Stop 36; mix 24 since Stop 37's reader): the reader reads the rules' best sentences and breaks
+    their near-ties; a sentence the rules clearly prefer stays ahead whatever the reader says (rules' scores spread
+    about 0.3, the reader's logits a few units)."""
     settings = make_settings(tmp_path)
-    assert settings.reader == "on" and settings.answers.reader_mix == 16.0
+    assert settings.reader == "on" and settings.answers.reader_mix == 24.0
     question = "How quick is a single lookup against the index?"
     mixed = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=settings.answers.reader_mix)
     alone = read_sources(question, [_page(3)], Tokenizer(), reader=reader.score, reader_mix=0.0)
     read = [s for s in mixed.ranked if s.reader is not None]
-    assert all(abs(s.score - (s.reader + 16.0 * s.rules)) < 1e-4 for s in read)  # type: ignore[operator]
+    assert all(abs(s.score - (s.reader + 24.0 * s.rules)) < 1e-4 for s in read)  # type: ignore[operator]
     best_rules = max(read, key=lambda s: s.rules or 0.0)
     ahead = [s for s in read if (s.rules or 0.0) < (best_rules.rules or 0.0) - 0.5]
     assert all(s.score < best_rules.score for s in ahead)

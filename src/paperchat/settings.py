@@ -126,7 +126,7 @@ class AnswerSettings(BaseModel):
         default=0.26, description="paper questions: refuse when the evidence strength is below this",
     )
     reader_mix: float = Field(
-        default=16.0, ge=0.0, le=100.0,
+        default=24.0, ge=0.0, le=100.0,
         description="with the reader on: weight of the rules' score added to the reader's logit",
     )
     reader_refuse_below: float | None = Field(
