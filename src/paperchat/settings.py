@@ -130,7 +130,7 @@ class AnswerSettings(BaseModel):
         description="with the reader on: weight of the rules' score added to the reader's logit",
     )
     reader_refuse_below: float | None = Field(
-        default=-2.5,
+        default=-2.8,
         description="with the reader on: refuse when the reader's best logit is below this (None = never)",
     )
     refuse_below_topic: float = Field(
