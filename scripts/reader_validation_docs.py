@@ -13,13 +13,13 @@ import argparse
 import random
 from pathlib import Path
 
-from paperchat.reader.data import VALIDATION_DOCS, load_groups
+from paperchat.reader.data import VALIDATION_DOCS, Group, load_groups, split_by_document
 from paperchat.text import Tokenizer
 
 
-def _docs(files: list[Path], data: Path) -> list[str]:
-    """The documents that give training groups (as the trainer reads them)."""
-    return sorted({g.doc for g in load_groups(files, data, Tokenizer())})
+def _groups(files: list[Path], data: Path) -> list[Group]:
+    """The training groups, as the trainer reads them."""
+    return list(load_groups(files, data, Tokenizer()))
 
 
 def main() -> int:
@@ -31,11 +31,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=VALIDATION_DOCS)
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     args = ap.parse_args()
-    old = _docs(args.old, args.data)
-    shuffled = list(old)
-    random.Random(35).shuffle(shuffled)
-    val = set(shuffled[: max(1, round(0.1 * len(shuffled)))])  # split_by_document(groups, 0.1, 35) on the old batches
-    new = [d for d in _docs(args.new, args.data) if d not in set(old)]
+    old_groups = _groups(args.old, args.data)
+    old = {g.doc for g in old_groups}
+    val = {g.doc for g in split_by_document(old_groups, 0.1, 35)[1]}  # the split the earlier readers were measured on
+    new = sorted({g.doc for g in _groups(args.new, args.data)} - old)
     random.Random(args.seed).shuffle(new)
     added = set(new[: round(0.1 * len(new))])
     lines = ["# the sentence reader's validation documents (scripts/reader_validation_docs.py); never trained on"]
