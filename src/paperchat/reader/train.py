@@ -31,7 +31,7 @@ from paperchat.text import Tokenizer
 
 DEFAULT_FILES = (
     "eval/reader/answers.jsonl", "eval/reader/near_misses.jsonl", "eval/reader/answers_b.jsonl", "eval/reader/near_misses_b.jsonl",
-    "eval/reader/answers_c.jsonl", "eval/reader/near_misses_c.jsonl",
+    "eval/reader/answers_c.jsonl", "eval/reader/near_misses_c.jsonl", "eval/reader/answers_d.jsonl", "eval/reader/near_misses_d.jsonl",
 )
 
 
@@ -49,6 +49,11 @@ def _sample(g: Group, k: int, rng: random.Random, near: int = 0) -> tuple[list[i
     picked = [g.answer, *others[: k - 1]]
     rng.shuffle(picked)
     return picked, picked.index(g.answer)
+
+
+def is_pdf(g: Group) -> bool:
+    """Whether the group reads a PDF page (its document is a PDF path) rather than an abstract."""
+    return g.doc.startswith("pdf:")
 
 
 def _encode(tok: Any, question: str, texts: Sequence[str], max_tokens: int = MAX_TOKENS) -> dict[str, Any]:
@@ -79,10 +84,11 @@ def evaluate(score_group: Any, groups: Sequence[Group]) -> dict[str, float]:
 
 def train(
     groups: Sequence[Group], epochs: float, group_size: int, batch_groups: int, lr: float, seed: int, log: Any = print,
-    near: int = 0, max_tokens: int = MAX_TOKENS, bf16: bool = False,
+    near: int = 0, max_tokens: int = MAX_TOKENS, bf16: bool = False, init: Path | None = None,
 ) -> Any:
     """Fine-tune the cross-encoder on the groups; returns (model, tokenizer). `near`: negatives drawn from the
-    answer's neighbours; `bf16`: mixed precision (AMX and AVX-512 BF16 CPUs: 1.4x faster steps here)."""
+    answer's neighbours; `bf16`: mixed precision (AMX and AVX-512 BF16 CPUs: 1.4x faster steps here); `init`: a folder
+    saved by `--save-torch` to start from instead of all-MiniLM-L6-v2."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -90,8 +96,9 @@ def train(
 
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    tok = AutoTokenizer.from_pretrained(str(_source_dir()))
-    model = AutoModelForSequenceClassification.from_pretrained(str(_source_dir()), num_labels=1)
+    weights = str(init) if init else str(_source_dir())
+    tok = AutoTokenizer.from_pretrained(weights)
+    model = AutoModelForSequenceClassification.from_pretrained(weights, num_labels=1)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     order = list(groups)
     steps = max(1, int(epochs * len(order) / batch_groups))
@@ -175,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--near", type=int, default=0, help="negatives per group drawn from the answer's neighbouring sentences")
     ap.add_argument("--bf16", action="store_true", help="mixed-precision training (CPUs with AMX or AVX-512 BF16)")
     ap.add_argument("--no-export", action="store_true", help="validate only (learning-curve points)")
+    ap.add_argument("--pdf-weight", type=int, default=1, help="each PDF training group counts this many times (oversampling)")
+    ap.add_argument("--init", type=Path, default=None, help="start from a folder written by --save-torch")
+    ap.add_argument("--save-torch", type=Path, default=None, help="also save the torch weights here (warm starts; not shipped)")
     args = ap.parse_args(argv)
     import torch
 
@@ -185,8 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.share < 1.0:
         train_g, _ = split_by_document(train_g, 1.0 - args.share, args.seed + 1)
     print(f"train {len(train_g)} groups from {len({g.doc for g in train_g})} documents; validation {len(val_g)} from {len({g.doc for g in val_g})}")
+    train_g = [g for g in train_g for _ in range(args.pdf_weight if is_pdf(g) else 1)]
     t0 = time.perf_counter()
-    model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, near=args.near, bf16=args.bf16)
+    model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, near=args.near, bf16=args.bf16,
+                       init=args.init)
+    if args.save_torch:
+        model.save_pretrained(str(args.save_torch))
+        tok.save_pretrained(str(args.save_torch))
     took = time.perf_counter() - t0
     val = evaluate(torch_scorer(model, tok), val_g)
     print(f"validation (torch): {json.dumps(val)}  trained in {took:.0f} s")
