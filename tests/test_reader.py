@@ -186,3 +186,28 @@ def test_the_reader_is_on_by_default_and_the_rules_lead(tmp_path: Path, reader: 
     ahead = [s for s in read if (s.rules or 0.0) < (best_rules.rules or 0.0) - 0.5]
     assert all(s.score < best_rules.score for s in ahead)
     assert {s.text for s in alone.ranked[:len(read)]} == {s.text for s in read}
+
+
+def test_mined_negatives_are_sampled_after_the_neighbours_and_only_for_answers(tmp_path: Path) -> None:
+    """`--hard`: an answer group gets the mined other-page sentences after its own (hard_from marks them); the
+    sampler draws the answer, `near` neighbours of it, then `hard` mined ones; near misses get none (another page
+    may answer them)."""
+    import random
+
+    from paperchat.reader.data import Group, load_hard, with_hard
+    from paperchat.reader.train import _sample
+
+    page = tuple(f"sentence {i}" for i in range(10))
+    ans = Group("q1", "pdf:x.pdf", "what?", page, ("",) * 10, 5)
+    miss = Group("q2", "pdf:x.pdf", "why?", page, ("",) * 10, None)
+    path = tmp_path / "hard.jsonl"
+    negs = [{"page": 9, "text": f"other {j}", "context": ""} for j in range(4)]
+    path.write_text("".join(json.dumps({"id": q, "negatives": negs}) + "\n" for q in ("q1", "q2")), encoding="utf-8")
+    got_ans, got_miss = with_hard([ans, miss], load_hard(path))
+    assert got_ans.hard_from == 10 and got_ans.cands[10:] == ("other 0", "other 1", "other 2", "other 3") and got_ans.answer == 5
+    assert got_miss == miss
+    for seed in range(20):
+        idx, target = _sample(got_ans, 6, random.Random(seed), near=2, hard=2)
+        assert target is not None and idx[target] == 5 and len(idx) == 6 == len(set(idx))
+        assert sum(i >= 10 for i in idx) >= 2  # both mined ones drawn
+        assert sum(abs(i - 5) <= 2 and i != 5 for i in idx if i < 10) >= 2  # and two neighbours

@@ -82,6 +82,7 @@ class Group:
     cands: tuple[str, ...]
     contexts: tuple[str, ...]
     answer: int | None
+    hard_from: int | None = None  # candidates from here on are other pages' sentences the answerer ranks high (with_hard)
 
 
 def _overlap(a: str, b: str) -> float:
@@ -131,6 +132,30 @@ def load_groups(files: Sequence[Path], data: Path, tok: Tokenizer) -> Iterator[G
             yield Group(
                 str(row["id"]), doc, str(row["question"]), tuple(c.text for c in cands), tuple(neighbours_of(cands, i) for i in range(len(cands))), answer
             )
+
+
+def load_hard(path: Path) -> dict[str, list[dict[str, str]]]:
+    """Mined hard negatives (scripts/reader_hard_negatives.py): question id -> [{text, context}, ...]."""
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                out[str(row["id"])] = list(row["negatives"])
+    return out
+
+
+def with_hard(groups: Sequence[Group], hard: dict[str, list[dict[str, str]]]) -> list[Group]:
+    """Each answer group with its mined negatives appended after its page's sentences (`hard_from` marks them);
+    near misses stay as they are (another page may answer them: only the page was checked)."""
+    out = []
+    for g in groups:
+        negs = hard.get(g.qid) if g.answer is not None else None
+        if negs:
+            g = Group(g.qid, g.doc, g.question, g.cands + tuple(n["text"] for n in negs), g.contexts + tuple(n["context"] for n in negs),
+                      g.answer, len(g.cands))
+        out.append(g)
+    return out
 
 
 def split_by_document(

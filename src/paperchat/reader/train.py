@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from paperchat.hashing import sha256_file
-from paperchat.reader.data import VALIDATION_DOCS, Group, load_groups, split_by_document, validation_docs
+from paperchat.reader.data import VALIDATION_DOCS, Group, load_groups, load_hard, split_by_document, validation_docs, with_hard
 from paperchat.reader.model import MAX_TOKENS, pair_text
 from paperchat.text import Tokenizer
 
@@ -35,17 +35,20 @@ DEFAULT_FILES = (
 )
 
 
-def _sample(g: Group, k: int, rng: random.Random, near: int = 0) -> tuple[list[int], int | None]:
+def _sample(g: Group, k: int, rng: random.Random, near: int = 0, hard: int = 0) -> tuple[list[int], int | None]:
     """Up to k candidates of the group: the answer (when there is one) and negatives, the first `near` of them
-    drawn from the sentences within two of the answer (the neighbours a reader confuses it with), the rest at
-    random."""
+    drawn from the sentences within two of the answer (the neighbours a reader confuses it with), then `hard` of
+    the mined other-page sentences (when the group has them), the rest at random."""
     others = [i for i in range(len(g.cands)) if i != g.answer]
     rng.shuffle(others)
     if g.answer is None:
         return others[:k], None
-    if near:
-        close = [i for i in others if abs(i - g.answer) <= 2][:near]
-        others = close + [i for i in others if i not in close]
+    own = len(g.cands) if g.hard_from is None else g.hard_from
+    if near or hard:
+        close = [i for i in others if i < own and abs(i - g.answer) <= 2][:near]
+        mined = [i for i in others if i >= own][:hard]
+        first = close + mined
+        others = first + [i for i in others if i not in first]
     picked = [g.answer, *others[: k - 1]]
     rng.shuffle(picked)
     return picked, picked.index(g.answer)
@@ -84,7 +87,7 @@ def evaluate(score_group: Any, groups: Sequence[Group]) -> dict[str, float]:
 
 def train(
     groups: Sequence[Group], epochs: float, group_size: int, batch_groups: int, lr: float, seed: int, log: Any = print,
-    near: int = 0, max_tokens: int = MAX_TOKENS, bf16: bool = False, init: Path | None = None,
+    near: int = 0, max_tokens: int = MAX_TOKENS, bf16: bool = False, init: Path | None = None, hard: int = 0,
 ) -> Any:
     """Fine-tune the cross-encoder on the groups; returns (model, tokenizer). `near`: negatives drawn from the
     answer's neighbours; `bf16`: mixed precision (AMX and AVX-512 BF16 CPUs: 1.4x faster steps here); `init`: a folder
@@ -112,7 +115,7 @@ def train(
                 break
             loss = torch.zeros(())
             for g in order[start : start + batch_groups]:
-                idx, target = _sample(g, group_size, rng, near)
+                idx, target = _sample(g, group_size, rng, near, hard)
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                     enc = _encode(tok, g.question, [pair_text(g.cands[i], g.contexts[i]) for i in idx], max_tokens)
                     logits = model(**enc).logits[:, 0].float()
@@ -184,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-export", action="store_true", help="validate only (learning-curve points)")
     ap.add_argument("--pdf-weight", type=int, default=1, help="each PDF training group counts this many times (oversampling)")
     ap.add_argument("--init", type=Path, default=None, help="start from a folder written by --save-torch")
+    ap.add_argument("--hard", type=Path, default=None, help="mined other-page negatives (scripts/reader_hard_negatives.py)")
+    ap.add_argument("--hard-k", type=int, default=2, help="mined negatives per group")
     ap.add_argument("--save-torch", type=Path, default=None, help="also save the torch weights here (warm starts; not shipped)")
     args = ap.parse_args(argv)
     import torch
@@ -195,25 +200,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.share < 1.0:
         train_g, _ = split_by_document(train_g, 1.0 - args.share, args.seed + 1)
     print(f"train {len(train_g)} groups from {len({g.doc for g in train_g})} documents; validation {len(val_g)} from {len({g.doc for g in val_g})}")
+    plain_val = val_g
+    if args.hard:
+        hard = load_hard(args.hard)
+        train_g, val_g = with_hard(train_g, hard), with_hard(val_g, hard)
+        mined = sum(g.hard_from is not None for g in train_g), sum(g.hard_from is not None for g in val_g)
+        print(f"mined negatives for {mined[0]} training and {mined[1]} validation groups")
     train_g = [g for g in train_g for _ in range(args.pdf_weight if is_pdf(g) else 1)]
     t0 = time.perf_counter()
     model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, near=args.near, bf16=args.bf16,
-                       init=args.init)
+                       init=args.init, hard=args.hard_k if args.hard else 0)
     if args.save_torch:
         model.save_pretrained(str(args.save_torch))
         tok.save_pretrained(str(args.save_torch))
     took = time.perf_counter() - t0
-    val = evaluate(torch_scorer(model, tok), val_g)
+    val = evaluate(torch_scorer(model, tok), plain_val)
     print(f"validation (torch): {json.dumps(val)}  trained in {took:.0f} s")
+    if args.hard:
+        val_hard = evaluate(torch_scorer(model, tok), [g for g in val_g if g.hard_from is not None])
+        print(f"validation with other-page negatives (torch): {json.dumps(val_hard)}")
     record: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "train_groups": len(train_g), "val_groups": len(val_g),
                               "train_seconds": round(took), "validation_torch": val}
+    if args.hard:
+        record["validation_torch_other_pages"] = val_hard
     if not args.no_export:
         from paperchat.reader.model import SentenceReader
 
         fp32, int8 = export(model, tok, args.out)
         for name, path in (("fp32", fp32), ("int8", int8)):
             reader = SentenceReader(path.parent, model_file=path.name, check=False)
-            record[f"validation_onnx_{name}"] = evaluate(lambda g, r=reader: r.score(g.question, g.cands, g.contexts), val_g)
+            record[f"validation_onnx_{name}"] = evaluate(lambda g, r=reader: r.score(g.question, g.cands, g.contexts), plain_val)
             print(f"validation (onnx {name}): {json.dumps(record[f'validation_onnx_{name}'])}")
         fp32.unlink()  # the int8 model ships (checked above); the fp32 export is 90 MB
         (args.out / "training.json").write_text(json.dumps(record, indent=2) + "\n")
