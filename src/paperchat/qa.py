@@ -21,7 +21,7 @@ from paperchat.prompts import CANNOT_ANSWER, REWRITE_PROMPT, SYSTEM_PROMPT, UNSU
 from paperchat.providers.answerer_factory import get_answerer
 from paperchat.providers.answerers import Answerer, ExtractiveAnswerer
 from paperchat.query import rewrite_followup
-from paperchat.reader.model import sentence_reader
+from paperchat.reader.model import sentence_combiner, sentence_reader
 from paperchat.retrieval import Retriever
 from paperchat.types import Answer, Hit, Scope, Source
 
@@ -65,6 +65,7 @@ class QA:
         self.extractive = ExtractiveAnswerer(
             embedder=library.embedder, max_papers=conf.max_papers, context_sentences=conf.context_sentences, stored_vectors=self._stored_vectors,
             reader=sentence_reader(library.settings), reader_mix=conf.reader_mix, reader_orders=library.settings.reader == "on",
+            reader_combine=sentence_combiner(library.settings),
         )
 
     def _stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

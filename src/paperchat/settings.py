@@ -129,6 +129,10 @@ class AnswerSettings(BaseModel):
         default=24.0, ge=0.0, le=100.0,
         description="with the reader on: weight of the rules' score added to the reader's logit",
     )
+    reader_combine: bool = Field(
+        default=True,
+        description="with the reader on: order sentences by the fitted combination (reader-sentence/combine.json)",
+    )
     reader_refuse_below: float | None = Field(
         default=-2.8,
         description="with the reader on: refuse when the reader's best logit is below this (None = never)",

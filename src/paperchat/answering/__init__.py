@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from paperchat.answering.combine import Combiner
 from paperchat.answering.question import Focus, analyse
 from paperchat.answering.select import Scored, SentenceScorer, Weights, rank
 from paperchat.answering.text import Candidate, candidates, names_in
@@ -38,6 +39,7 @@ def read_sources(
     reader: SentenceScorer | None = None,
     reader_mix: float = 0.0,
     reorder: bool = True,
+    combine: Combiner | None = None,
 ) -> Reading:
     """Rank the quotable sentences of the sources for the question (names in the sources' titles do not
     answer a "which model" question about that paper); with a sentence `reader`, it ranks the rules' best
@@ -45,4 +47,4 @@ def read_sources(
     focus = analyse(question, tok)
     cands = candidates(sources, tok)
     known = frozenset().union(*(names_in(s.title) for s in sources)) if sources else frozenset()
-    return Reading(focus, cands, rank(focus, cands, embedder, weights, known, reader, reader_mix, reorder))
+    return Reading(focus, cands, rank(focus, cands, embedder, weights, known, reader, reader_mix, reorder, combine))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from paperchat.answering.combine import Combiner
 from paperchat.answering.question import Focus
 from paperchat.answering.text import Candidate, satisfies, states_setting
 
@@ -87,11 +88,13 @@ def rank(
     reader: SentenceScorer | None = None,
     reader_mix: float = 0.0,
     reorder: bool = True,
+    combine: Combiner | None = None,
 ) -> list[Scored]:
     """The candidates scored against the question, best first; `known` names (the paper's title's) do not
     answer a "which model" question. With a `reader`, the rules' best READ_TOP are read by it and ranked by its
-    logit (plus `reader_mix` times the rules' score), ahead of the rest; with `reorder` False they keep the
-    rules' order and only carry the logit (for the refusal check)."""
+    logit (plus `reader_mix` times the rules' score; or by the fitted `combine` of the logit and the rules'
+    parts), ahead of the rest; with `reorder` False they keep the rules' order and only carry the logit (for the
+    refusal check)."""
     if not cands or not focus.terms:
         return []
     tw = term_weights(focus, cands)
@@ -131,9 +134,18 @@ def rank(
         if not reorder:
             return [replace(sc, reader=float(lg)) for sc, lg in zip(top, logits, strict=True)] + out[READ_TOP:]
         read = [replace(sc, reader=float(lg), rules=sc.score, score=float(lg) + reader_mix * sc.score) for sc, lg in zip(top, logits, strict=True)]
+        if combine is not None:
+            combined = combine.scores([combine_row(sc) for sc in read])
+            read = [replace(sc, score=float(v)) for sc, v in zip(read, combined, strict=True)]
         read.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
         out = read + out[READ_TOP:]
     return out
+
+
+def combine_row(sc: Scored) -> dict[str, object]:
+    """A read sentence's parts as the combiner's features take them (scripts/reader_capture.py writes the same)."""
+    return {"reader": sc.reader, "rules": sc.rules, "lexical": sc.lexical, "context": sc.context, "cosine": sc.cosine, "fits": sc.fits,
+            "gives": sc.gives_setting, "n": sc.cand.n, "fragment": sc.cand.fragment, "text": sc.cand.text}
 
 
 def neighbours_of(cands: Sequence[Candidate], i: int) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from paperchat.answering import Reading, read_sources, topic_map
+from paperchat.answering.combine import Combiner
 from paperchat.answering.select import SentenceScorer
 from paperchat.answering.text import widen
 from paperchat.answering.topic_map import TopicContext
@@ -76,6 +77,7 @@ class ExtractiveAnswerer:
         reader: SentenceScorer | None = None,
         reader_mix: float = 0.0,
         reader_orders: bool = True,
+        reader_combine: Combiner | None = None,
     ) -> None:
         # max_sentences, per_paper and rerank are kept for callers of the earlier answerer; unused
         self.embedder = embedder
@@ -87,6 +89,7 @@ class ExtractiveAnswerer:
         self.reader = reader  # the trained sentence reader: paper answers only (topic maps keep the rules)
         self.reader_mix = reader_mix
         self.reader_orders = reader_orders  # False: the reader only joins the refusal check; the rules order the sentences
+        self.reader_combine = reader_combine  # the fitted combination of logit and rules (None: the fixed mix)
         self.tokenizer = Tokenizer()
         self._lock = threading.Lock()
         self._last: tuple[tuple[str, tuple[str, ...], bool], Reading] | None = None
@@ -99,7 +102,8 @@ class ExtractiveAnswerer:
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
-        reading = read_sources(question, sources, self.tokenizer, self.embedder, reader=reader, reader_mix=self.reader_mix, reorder=self.reader_orders)
+        reading = read_sources(question, sources, self.tokenizer, self.embedder, reader=reader, reader_mix=self.reader_mix, reorder=self.reader_orders,
+                                combine=self.reader_combine)
         with self._lock:
             self._last = (key, reading)
         return reading

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from paperchat.answering.combine import Combiner, load_combiner
 from paperchat.errors import ConfigError
 from paperchat.hashing import sha256_file
 
@@ -142,6 +143,15 @@ def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequenc
     if settings.reader == "off":
         return None
     return shipped_reader().score
+
+
+def sentence_combiner(settings: Settings) -> Combiner | None:
+    """The fitted combination of the reader's logit with the rules (models/reader-sentence/combine.json, written by
+    `python -m paperchat.answering.combine`) when the reader orders the sentences and `reader_combine` is on;
+    None otherwise (the fixed `reader_mix`)."""
+    if settings.reader != "on" or not settings.answers.reader_combine:
+        return None
+    return load_combiner(SENTENCE_READER / "combine.json")
 
 
 def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:
