@@ -154,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--test", action="store_true", help="also score SciFact test (report once)")
     ap.add_argument("--no-export", action="store_true")
+    ap.add_argument("--init", type=Path, default=None, help="start from a sentence reader's torch weights (reader.train --save-torch)")
     args = ap.parse_args(argv)
     import torch
 
@@ -175,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     val_claims = sorted({g.doc[3:] for g in val_g if g.doc.startswith("sf:")})
     print(f"train {len(train_g)} groups; validation {len(val_g)} groups ({len(val_claims)} SciFact claims)")
     t0 = time.perf_counter()
-    model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, max_tokens=PAPER_TOKENS, bf16=args.bf16)
+    model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, max_tokens=PAPER_TOKENS, bf16=args.bf16,
+                       init=args.init)
     took = time.perf_counter() - t0
     scorer = torch_scorer(model, tok, PAPER_TOKENS)
 
