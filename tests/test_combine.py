@@ -66,3 +66,19 @@ def test_the_combiner_orders_the_read_sentences() -> None:
     read = [s for s in reading.ranked if s.reader is not None]
     assert read and [s.score for s in read] == sorted((s.rules for s in read), reverse=True)  # type: ignore[misc]
     assert "30 milliseconds" in read[0].text
+
+
+def test_the_shipped_combiner_is_the_default_only_when_the_reader_orders(tmp_path: Path) -> None:
+    """models/reader-sentence/combine.json ships with the reader and is fitted for its features; it orders paper
+    answers by default, not with PAPERCHAT_READER=refuse or off, nor with reader_combine off (the fixed mix)."""
+    from paperchat.reader.model import SENTENCE_READER, sentence_combiner
+    from tests.conftest import make_settings
+
+    spec = json.loads((SENTENCE_READER / "combine.json").read_text())
+    assert tuple(spec["features"]) == FEATURES and spec["top1_cv"] > spec["top1_mix"]
+    settings = make_settings(tmp_path)
+    assert sentence_combiner(settings) == load_combiner(SENTENCE_READER / "combine.json") is not None
+    assert sentence_combiner(settings.model_copy(update={"reader": "refuse"})) is None
+    assert sentence_combiner(settings.model_copy(update={"reader": "off"})) is None
+    off = settings.model_copy(update={"answers": settings.answers.model_copy(update={"reader_combine": False})})
+    assert sentence_combiner(off) is None
