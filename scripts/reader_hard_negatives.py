@@ -36,7 +36,8 @@ def denoise(path: Path, data: Path) -> None:
     reader = shipped_reader()
     mined = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
     want = {m["id"] for m in mined if m["negatives"]}
-    groups = {g.qid: g for g in load_groups([Path(f) for f in DEFAULT_FILES], data, Tokenizer()) if g.qid in want and g.answer is not None}
+    files = [Path(f) for f in (*DEFAULT_FILES, "eval/reader/answers_d.jsonl")]
+    groups = {g.qid: g for g in load_groups(files, data, Tokenizer()) if g.qid in want and g.answer is not None}
     before = after = 0
     for m in mined:
         g = groups.get(m["id"])
@@ -73,7 +74,7 @@ def main() -> int:
     from paperchat.settings import load_settings
     from paperchat.types import Scope
 
-    files = args.files or [Path(f) for f in DEFAULT_FILES]
+    files = args.files or [Path(f) for f in (*DEFAULT_FILES, "eval/reader/answers_d.jsonl")]
     calls: list[tuple[object, object]] = []
     orig = answering.rank
 
