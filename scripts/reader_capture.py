@@ -1,5 +1,5 @@
 """Per question of AskPDF sets: the sentences the reader read, with the rules' parts, the reader's logit and whether
-each quotes the question's evidence (what `python -m paperchat.answering.combine` fits the combination on, and
+each quotes the question's evidence (what `python -m paperchat.reader.fit_combine` fits the combination on, and
 what the refusal threshold is chosen on).
 
     PAPERCHAT_DATA_DIR=STORE python scripts/reader_capture.py CAPTURE.json SET.jsonl [SET.jsonl ...] --data ../shared/data
@@ -24,6 +24,7 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=Path("../shared/data"))
     args = ap.parse_args()
     import paperchat.answering as answering
+    from paperchat.answering.select import combine_row
     from paperchat.assistant import Assistant
     from paperchat.evaluation.metrics import quotes_evidence
     from paperchat.evaluation.questions import load_set
@@ -59,10 +60,7 @@ def main() -> int:
                 for s in ranked[-1][1]:
                     if s.reader is None:
                         continue
-                    c = s.cand
-                    read.append({"reader": s.reader, "rules": s.rules, "lexical": s.lexical, "context": s.context, "cosine": s.cosine,
-                                 "fits": s.fits, "gives": s.gives_setting, "n": c.n, "fragment": c.fragment, "page": c.page, "text": c.text,
-                                 "gold": bool(ev) and quotes_evidence(c.text, ev)})
+                    read.append({**combine_row(s), "page": s.cand.page, "gold": bool(ev) and quotes_evidence(s.text, ev)})
             res.append({"id": q.id, "set": setf.name, "pdf": q.pdf, "unanswerable": bool(q.unanswerable), "read": read})
     args.out.write_text(json.dumps(res))
     print(f"{len(res)} questions captured")

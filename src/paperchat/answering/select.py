@@ -133,10 +133,12 @@ def rank(
         logits = reader(focus.question, [sc.text for sc in top], contexts)
         if not reorder:
             return [replace(sc, reader=float(lg)) for sc, lg in zip(top, logits, strict=True)] + out[READ_TOP:]
-        read = [replace(sc, reader=float(lg), rules=sc.score, score=float(lg) + reader_mix * sc.score) for sc, lg in zip(top, logits, strict=True)]
+        read = [replace(sc, reader=float(lg), rules=sc.score) for sc, lg in zip(top, logits, strict=True)]
         if combine is not None:
-            combined = combine.scores([combine_row(sc) for sc in read])
-            read = [replace(sc, score=float(v)) for sc, v in zip(read, combined, strict=True)]
+            scores = list(combine.scores([combine_row(sc) for sc in read]))
+        else:
+            scores = [float(lg) + reader_mix * sc.score for sc, lg in zip(top, logits, strict=True)]
+        read = [replace(sc, score=float(v)) for sc, v in zip(read, scores, strict=True)]
         read.sort(key=lambda s: (-s.score, s.cand.n, s.cand.position))
         out = read + out[READ_TOP:]
     return out

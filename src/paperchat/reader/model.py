@@ -147,7 +147,7 @@ def sentence_reader(settings: Settings) -> Callable[[str, Sequence[str], Sequenc
 
 def sentence_combiner(settings: Settings) -> Combiner | None:
     """The fitted combination of the reader's logit with the rules (models/reader-sentence/combine.json, written by
-    `python -m paperchat.answering.combine`) when the reader orders the sentences and `reader_combine` is on;
+    `python -m paperchat.reader.fit_combine`) when the reader orders the sentences and `reader_combine` is on;
     None otherwise (the fixed `reader_mix`)."""
     if settings.reader != "on" or not settings.answers.reader_combine:
         return None

@@ -210,10 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     model, tok = train(train_g, args.epochs, args.group_size, args.batch_groups, args.lr, args.seed, near=args.near, bf16=args.bf16,
                        init=args.init, hard=args.hard_k if args.hard else 0)
+    took = time.perf_counter() - t0
     if args.save_torch:
         model.save_pretrained(str(args.save_torch))
         tok.save_pretrained(str(args.save_torch))
-    took = time.perf_counter() - t0
     val = evaluate(torch_scorer(model, tok), plain_val)
     print(f"validation (torch): {json.dumps(val)}  trained in {took:.0f} s")
     if args.hard:
