@@ -149,15 +149,29 @@ def test_judged_groups_put_better_papers_first(tmp_path: Path) -> None:
     assert got == {("text a", ("text b", "text c", "text d")), ("text b", ("text c", "text d"))}
 
 
-def test_the_paper_reranker_is_off_by_default_and_its_absence_is_explained(tmp_path: Path) -> None:
+def test_the_paper_reranker_ships_is_on_by_default_and_reads_relevance(tmp_path: Path) -> None:
+    """Stop 39: models/reader-papers ships (checked by sha256 at load) and topic answers use it unless
+    PAPERCHAT_RERANKER=off. It must rate a paper that answers the question above ones on other subjects."""
     from paperchat.reader.model import PAPER_RERANKER, paper_reranker
 
-    assert paper_reranker(make_settings(tmp_path)) is None
-    on = paper_reranker(make_settings(tmp_path, reranker="on"))
-    assert on is not None
-    if not (PAPER_RERANKER / "model.onnx").exists():  # none ships: asking for it says how to get one
-        with pytest.raises(ConfigError, match="no paper reranker"):
-            on("a question", ["a title. an abstract"])
+    assert paper_reranker(make_settings(tmp_path, reranker="off")) is None
+    on = paper_reranker(make_settings(tmp_path))
+    assert on is not None and (PAPER_RERANKER / "model.onnx").exists()
+    question = "Which methods retrieve passages to ground a language model's answers?"
+    papers = [
+        "Protein folding with graph networks. We predict the three-dimensional structure of proteins from their sequence.",
+        "Retrieval-augmented generation for knowledge-intensive NLP. We combine a dense passage retriever with a"
+        " sequence-to-sequence generator, which conditions its answers on the retrieved passages.",
+        "A survey of image segmentation. We review convolutional methods for semantic segmentation of street scenes.",
+    ]
+    logits = on(question, papers)
+    assert logits.shape == (3,) and int(np.argmax(logits)) == 1 and logits[1] > max(logits[0], logits[2]) + 2.0
+
+
+def test_a_paper_reranker_that_is_absent_says_how_to_get_one(tmp_path: Path) -> None:
+    absent = SentenceReader(tmp_path / "nothing-here", absent="no paper reranker is installed", remedy="set PAPERCHAT_RERANKER=off")
+    with pytest.raises(ConfigError, match="no paper reranker"):
+        absent.score("a question", ["a title. an abstract"])
 
 
 def test_refuse_mode_keeps_the_rules_order_and_carries_the_logits(reader: SentenceReader) -> None:

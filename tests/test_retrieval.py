@@ -18,6 +18,7 @@ from paperchat.prompts import CANNOT_ANSWER
 from paperchat.qa import QA
 from paperchat.query import aspects
 from paperchat.retrieval import Retriever
+from paperchat.settings import RetrievalSettings
 from paperchat.types import Scope
 
 from .corpus import PAPER_ID, PAPER_QUESTIONS
@@ -57,6 +58,13 @@ def test_topic_scope_date_window_and_diversity(demo_library: Library) -> None:
         assert window and all(since <= dates[h.chunk.paper_id].date <= until for h in window)  # type: ignore[operator]
 
 
+def fused_only(library: Library, params: RetrievalSettings | None = None) -> Retriever:
+    """A retriever without the paper reranker (on by default since Stop 39): the fusion's own scores, whose
+    properties these tests check."""
+    return Retriever(library.ready_index, library.embedder, library.store, library.catalog, library.settings.data_dir / "cache",
+                     params or library.settings.retrieval)
+
+
 def test_topic_is_a_soft_prior(demo_library: Library) -> None:
     """By default a topic question also ranks papers the topic's rules miss, their fused score times
     topic_outside_weight; at 0 the topic is a filter."""
@@ -67,11 +75,11 @@ def test_topic_is_a_soft_prior(demo_library: Library) -> None:
     outsider = demo_library.catalog.get(outsider_id)
     assert outsider is not None
     scope = Scope.for_topic("rag")
-    soft = {h.chunk.paper_id: h for h in Retriever.of(demo_library).search(outsider.title, scope, k=8)}
+    soft = {h.chunk.paper_id: h for h in fused_only(demo_library).search(outsider.title, scope, k=8)}
     ignored = {
-        h.chunk.paper_id: h for h in Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)
+        h.chunk.paper_id: h for h in fused_only(demo_library, params.model_copy(update={"topic_outside_weight": 1.0})).search(outsider.title, scope, k=8)
     }
-    hard = Retriever.of(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
+    hard = fused_only(demo_library, params.model_copy(update={"topic_outside_weight": 0.0})).search(outsider.title, scope, k=8)
     assert outsider.id in soft and outsider.id not in {h.chunk.paper_id for h in hard}
     assert soft[outsider.id].score == pytest.approx(params.topic_outside_weight * ignored[outsider.id].score)
     for pid in soft.keys() & ignored.keys() & members:  # members keep their score
@@ -99,9 +107,9 @@ def test_aspect_and_neighbour_rankings_add_candidates(demo_library: Library) -> 
     params = params.model_copy(update={"aspect_weight": 0.0, "title_weight": 0.0})
     question = "How do retrieval-augmented models handle knowledge conflicts, and which benchmarks test them?"
     scope = Scope.for_topic("rag")
-    plain = {h.chunk.id: h.score for h in Retriever.of(demo_library, params).search(question, scope, k=8)}
+    plain = {h.chunk.id: h.score for h in fused_only(demo_library, params).search(question, scope, k=8)}
     for lever in ({"aspect_weight": 0.5}, {"neighbour_weight": 0.5}):
-        hits = Retriever.of(demo_library, params.model_copy(update=lever)).search(question, scope, k=8)
+        hits = fused_only(demo_library, params.model_copy(update=lever)).search(question, scope, k=8)
         assert len(hits) == 8, lever
         for h in hits:
             if h.chunk.id in plain:

@@ -42,7 +42,7 @@ class RetrievalSettings(BaseModel):
         default=30, ge=1, le=100, description="with the paper reranker on: papers of the fused ranking it reorders",
     )
     rerank_weight: float = Field(
-        default=1.0, ge=0.0, description="with the paper reranker on: weight of its logit against the fused rank",
+        default=0.5, ge=0.0, description="with the paper reranker on: weight of its logit against the fused rank",
     )
     scope_idf: float = Field(
         default=0.5, ge=0.0,
@@ -228,8 +228,8 @@ class Settings(BaseSettings):
         description="paper answers: our sentence reader orders sentences and refuses ('on'), or only refuses ('refuse')",
     )
     reranker: Literal["on", "off"] = Field(
-        default="off",
-        description="topic answers: 'on' reorders the top papers by a reranker from paperchat.reader.papers (none ships)",
+        default="on",
+        description="topic answers: 'on' reorders the fused top papers by our paper reranker (models/reader-papers)",
     )
     judge: str = Field(
         default="", description="eval --judge: 'openai:<model>' (default: the answerer when it is openai:*)",

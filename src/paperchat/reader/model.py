@@ -155,8 +155,8 @@ def sentence_combiner(settings: Settings) -> Combiner | None:
 
 
 def paper_reranker(settings: Settings) -> Callable[[str, Sequence[str]], np.ndarray] | None:
-    """The paper reranker the settings ask for (`reranker = "on"`: models/reader-papers, written by `python -m
-    paperchat.reader.papers`; none ships, the ones trained so far lost on validation), or None (the fused order)."""
+    """The paper reranker the settings ask for (`reranker = "on"`, the default since Stop 39: models/reader-papers,
+    written by `python -m paperchat.reader.papers --init READER_TORCH`), or None (`off`: the fused order)."""
     if settings.reranker == "off":
         return None
     return _shared(
