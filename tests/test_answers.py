@@ -468,7 +468,8 @@ def test_topic_map_says_which_papers_are_new(demo_qa: QA) -> None:
     ctx = demo_qa.topic_context(Scope.for_topic("rl-for-llm-agents"))
     assert ctx is not None and ctx.last is not None and ctx.new_since == ctx.last - dt.timedelta(days=27)
     ans = demo_qa.ask(q, Scope.for_topic("rl-for-llm-agents"), k=10)
-    lines = re.findall(r"^- .+? \((new, )?(\d{4}-\d\d-\d\d)\): ", ans.answer, re.M)
+    # "- Title (date): quote" or "- Title (date) states the problem: quote"
+    lines = re.findall(r"^- .+? \((new, )?(\d{4}-\d\d-\d\d)\)[^:\"]*: ", ans.answer, re.M)
     fresh = [d for new, d in lines if new]
     assert lines and all(dt.date.fromisoformat(d) >= ctx.new_since for d in fresh)
     assert all(dt.date.fromisoformat(d) < ctx.new_since for new, d in lines if not new)

@@ -276,7 +276,8 @@ class Retriever:
     def _rerank(self, query: str, fused: dict[str, float], chunks: dict[str, Chunk], lex: SearchSnapshot) -> dict[str, float]:
         """Our paper reranker reads the question against the title and abstract of the fused ranking's best
         `rerank_depth` papers; they are reordered by its logit (times `rerank_weight`) plus their fused rank
-        (`fusion.rerank_fusion`), and every chunk of a paper moves with it, ahead of the papers it did not read."""
+        (`fusion.rerank_fusion`), and a paper's best `max_per_paper` chunks move with it, ahead of the papers it did
+        not read."""
         p = self.params
         assert self.reranker is not None
         ranked = sorted(fused, key=lambda c: -fused[c])
@@ -296,11 +297,17 @@ class Retriever:
         band = {pid: len(order) - i for i, pid in enumerate(rerank_fusion(order, logits, p.rerank_weight, p.rrf_k))}
         top = max(fused.values()) or 1.0
         out = {}
-        for cid, score in fused.items():
-            paper = _paper(cid, chunks, lex)
-            # a reread paper's score is 1-2 by its new place, above every unread chunk (fused scores are far under 1);
-            # inside a paper its chunks keep their order
-            out[cid] = 1.0 + band[paper] / len(order) + 0.01 * score / top if paper in band else score
+        lifted: dict[str, int] = {}
+        for cid in ranked:
+            score, paper = fused[cid], _paper(cid, chunks, lex)
+            # a reread paper's best `max_per_paper` chunks score 1-2 by its new place, above every other chunk (fused
+            # scores are far under 1), in their own order; its further chunks keep their fused score, so a paper with
+            # many chunks (a PDF) cannot fill the head the diversification picks from
+            if paper in band and lifted.get(paper, 0) < p.max_per_paper:
+                lifted[paper] = lifted.get(paper, 0) + 1
+                out[cid] = 1.0 + band[paper] / len(order) + 0.01 * score / top
+            else:
+                out[cid] = score
         return out
 
     def _scope_mask(self, lex: SearchSnapshot, scope: Scope) -> tuple[np.ndarray | None, set[str] | None]:
