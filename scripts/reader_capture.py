@@ -60,7 +60,7 @@ def main() -> int:
                 for s in ranked[-1][1]:
                     if s.reader is None:
                         continue
-                    read.append({**combine_row(s), "page": s.cand.page, "gold": bool(ev) and quotes_evidence(s.text, ev)})
+                    read.append({**combine_row(s), "gold": bool(ev) and quotes_evidence(s.text, ev)})
             res.append({"id": q.id, "set": setf.name, "pdf": q.pdf, "unanswerable": bool(q.unanswerable), "read": read})
     args.out.write_text(json.dumps(res))
     print(f"{len(res)} questions captured")

@@ -82,3 +82,15 @@ def test_the_shipped_combiner_is_the_default_only_when_the_reader_orders(tmp_pat
     assert sentence_combiner(settings.model_copy(update={"reader": "off"})) is None
     off = settings.model_copy(update={"answers": settings.answers.model_copy(update={"reader_combine": False})})
     assert sentence_combiner(off) is None
+
+
+def test_the_page_features_vote_where_the_subject_is() -> None:
+    """Stop 39: `reader_page` marks the sentences on the page of the reader's best sentence, `page_share` is the share
+    of the read sentences on a sentence's page; sentences without a page (an abstract) share one."""
+    rows = [{"reader": r, "rules": 0.5, "lexical": 0.1, "context": 0.1, "cosine": 0.3, "fits": True, "gives": False, "n": 1,
+             "fragment": False, "text": "A sentence.", "page": pg} for r, pg in ((0.5, 3), (2.0, 5), (-1.0, 5), (0.0, 7))]
+    x = features(rows)
+    on_best, share = x[:, FEATURES.index("reader_page")], x[:, FEATURES.index("page_share")]
+    assert list(on_best) == [0.0, 1.0, 1.0, 0.0] and list(share) == [0.25, 0.5, 0.5, 0.25]
+    no_pages = features([{**r, "page": None} for r in rows])
+    assert set(no_pages[:, FEATURES.index("reader_page")]) == {1.0} and set(no_pages[:, FEATURES.index("page_share")]) == {1.0}

@@ -25,22 +25,29 @@ import numpy as np
 
 FEATURES = (
     "reader", "rules", "lexical", "context", "cosine", "fits", "gives", "inv_rank", "fragment", "heading", "log_words",
-    "reader_gap", "rules_gap", "reader_rank", "rules_rank",
+    "reader_gap", "rules_gap", "reader_rank", "rules_rank", "reader_page", "page_share",
 )
 _HEADING = re.compile(r"^[A-Z]?\d+(?:\.\d+)*\.?\s+[A-Z]")  # "4 Experiments ...", "C.2 GPT-4 prompts ..."
 
 
 def features(rows: Sequence[dict[str, Any]]) -> np.ndarray:
-    """One row per read sentence: {reader, rules, lexical, context, cosine, fits, gives, n, fragment, text}."""
+    """One row per read sentence: {reader, rules, lexical, context, cosine, fits, gives, n, fragment, text, page}.
+    Besides each sentence's own parts: whether it is on the page of the sentence the reader rates highest
+    (`reader_page`), and the share of the read sentences on its page (`page_share`): where the question's subject
+    is, as the read sentences vote (Stop 39)."""
     rd = np.array([float(r["reader"]) for r in rows])
     ru = np.array([float(r["rules"]) for r in rows])
     rd_rank = np.argsort(np.argsort(-rd, kind="stable"), kind="stable")
     ru_rank = np.argsort(np.argsort(-ru, kind="stable"), kind="stable")
+    pages = [r.get("page") for r in rows]
+    reader_page = pages[int(np.argmax(rd))] if rows else None
+    on_page = {pg: pages.count(pg) / len(rows) for pg in set(pages)}
     out = [
         [
             rd[j], ru[j], float(r["lexical"]), float(r["context"]), float(r["cosine"]), float(r["fits"]), float(r["gives"]),
             1.0 / int(r["n"]), float(r["fragment"]), float(bool(_HEADING.match(str(r["text"])))), math.log1p(len(str(r["text"]).split())),
             rd[j] - rd.max(), ru[j] - ru.max(), 1.0 / (1 + rd_rank[j]), 1.0 / (1 + ru_rank[j]),
+            float(pages[j] == reader_page), on_page[pages[j]],
         ]
         for j, r in enumerate(rows)
     ]

@@ -147,7 +147,7 @@ def rank(
 def combine_row(sc: Scored) -> dict[str, object]:
     """A read sentence's parts as the combiner's features take them (scripts/reader_capture.py writes the same)."""
     return {"reader": sc.reader, "rules": sc.rules, "lexical": sc.lexical, "context": sc.context, "cosine": sc.cosine, "fits": sc.fits,
-            "gives": sc.gives_setting, "n": sc.cand.n, "fragment": sc.cand.fragment, "text": sc.cand.text}
+            "gives": sc.gives_setting, "n": sc.cand.n, "fragment": sc.cand.fragment, "text": sc.cand.text, "page": sc.cand.page}
 
 
 def neighbours_of(cands: Sequence[Candidate], i: int) -> str:
