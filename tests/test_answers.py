@@ -124,7 +124,8 @@ def test_money_and_duration_questions_and_sentences() -> None:
               "Roughly how much GPU time did training all of the models consume?"):
         assert measure_asked(q) == "duration", q
     for q in ("How long were the documents returned by TAS-B?", "What share of respondents agreed that their pay for the task was fair?",
-              "How much training compute did the 175B models need?", "How many attention heads are used?"):
+              "How much training compute did the 175B models need?", "How many attention heads are used?",
+              "How much extra computation does checkpointing activations cost?", "How much does the hurdle setup cut search cost?"):
         assert measure_asked(q) == "", q
     assert states("money", "Workers were paid 5 cents per annotation.") and states("money", "The run cost about $4.6M.")
     assert states("money", "Annotators earned 15-20$ per hour.") and not states("money", "We reduce the search cost by a factor of 6.2X.")
