@@ -26,17 +26,23 @@ from pathlib import Path
 from paperchat.reader.data import _norm, _overlap, pypdf_page_text
 
 
-def denoise(path: Path, data: Path) -> None:
-    """Drop the mined negatives the shipped reader rates at or above the question's answer sentence."""
+def location_files() -> list[Path]:
+    """The location files mined by default: what the shipped reader trained on, and the fourth batch."""
+    from paperchat.reader.train import DEFAULT_FILES
+
+    return [Path(f) for f in (*DEFAULT_FILES, "eval/reader/answers_d.jsonl")]
+
+
+def denoise(path: Path, data: Path, files: list[Path]) -> None:
+    """Drop the mined negatives the shipped reader rates at or above the question's answer sentence (the questions
+    are read from `files`, the location files the negatives were mined for)."""
     from paperchat.reader.data import load_groups
     from paperchat.reader.model import shipped_reader
-    from paperchat.reader.train import DEFAULT_FILES
     from paperchat.text import Tokenizer
 
     reader = shipped_reader()
     mined = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
     want = {m["id"] for m in mined if m["negatives"]}
-    files = [Path(f) for f in (*DEFAULT_FILES, "eval/reader/answers_d.jsonl")]
     groups = {g.qid: g for g in load_groups(files, data, Tokenizer()) if g.qid in want and g.answer is not None}
     before = after = 0
     for m in mined:
@@ -64,17 +70,16 @@ def main() -> int:
     ap.add_argument("--denoise", action="store_true", help="drop negatives the shipped reader rates at or above the answer")
     ap.add_argument("--denoise-only", action="store_true", help="only denoise an existing OUT")
     args = ap.parse_args()
+    files = args.files or location_files()
     if args.denoise_only:
-        denoise(args.out, args.data)
+        denoise(args.out, args.data, files)
         return 0
     import paperchat.answering as answering
     from paperchat.answering.select import READ_TOP, neighbours_of
     from paperchat.assistant import Assistant
-    from paperchat.reader.train import DEFAULT_FILES
     from paperchat.settings import load_settings
     from paperchat.types import Scope
 
-    files = args.files or [Path(f) for f in (*DEFAULT_FILES, "eval/reader/answers_d.jsonl")]
     calls: list[tuple[object, object]] = []
     orig = answering.rank
 
@@ -122,7 +127,7 @@ def main() -> int:
                     print(f"{n} questions, {kept} negatives, {time.perf_counter() - t0:.0f} s", flush=True)
     print(f"{n} questions, {kept} negatives, {time.perf_counter() - t0:.0f} s")
     if args.denoise:
-        denoise(args.out, args.data)
+        denoise(args.out, args.data, files)
     return 0
 
 
