@@ -18,7 +18,7 @@ from paperchat.cli import main
 from paperchat.library import Library
 from paperchat.tables.builder import TableBuilder
 from paperchat.tables.cache import CellCache
-from paperchat.tables.cells import CellModel
+from paperchat.tables.cells import FEATURES, CellModel
 from paperchat.tables.columns import MAX_PAPERS, PRESETS, Column, column_of, value_supported
 from tests.fake_llm import FakeLLM
 
@@ -156,12 +156,12 @@ def test_the_cell_picker_learns_what_a_columns_answers_say() -> None:
         vecs = rng.normal(size=(len(texts), 8)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
         gold = {"paper_id": f"p{i}", "column": col.name, "not_stated": not stated}
-        cells.append(_Cell(gold, col, texts, rng.normal(size=(len(texts), 11)).astype(np.float32), vecs, labels))
+        cells.append(_Cell(gold, col, texts, rng.normal(size=(len(texts), len(FEATURES))).astype(np.float32), vecs, labels))
     with_words, without = cross_validate(cells, 1.0, True), cross_validate(cells, 1.0, False)
     assert with_words["holds_gold"] >= 0.9 and with_words["not_stated_recall"] >= 0.8, with_words
     assert without["holds_gold"] <= 0.6, without
     model = fit(cells, 1.0, True)
-    assert model.words and model.score(np.zeros((2, 11), np.float32), col, ["We evaluate on the XNLI benchmark.", filler[0]]).argmax() == 0
+    assert model.words and model.score(np.zeros((2, len(FEATURES)), np.float32), col, ["We evaluate on the XNLI benchmark.", filler[0]]).argmax() == 0
 
 
 def test_the_cell_pickers_training_cells_are_apart_from_the_gold() -> None:
@@ -184,3 +184,44 @@ def test_the_cell_pickers_training_cells_are_apart_from_the_gold() -> None:
             else:
                 assert r["evidence"] and (r["source"] == "abstract" or r["gold_pages"]), r["id"]
     assert len({p for p, _ in seen}) >= 190
+
+
+def test_the_cell_picker_reads_a_columns_direction_in_the_vectors() -> None:
+    """The vector features: the cosine to the column's prototype, its margin over the other columns' prototypes,
+    and the column's probe (zeros for a column the model was not trained for); trained on cells whose answer
+    differs from the rest only in its vector, the picker finds it on papers it never saw."""
+    import numpy as np
+
+    from paperchat.tables.train import _Cell, cross_validate
+
+    e = np.eye(8, dtype=np.float32)
+    model = CellModel({"Task": e[0], "Approach": e[1]}, np.zeros(len(FEATURES)), np.ones(len(FEATURES)), np.zeros(len(FEATURES)), 0.0, 0.0,
+                      probes={"Task": (5 * e[0], -1.0)})
+    vecs = np.stack([e[0], e[1], (e[0] + e[1]) / np.sqrt(2)])
+    cos_p, margin, probe = model.vector_features("Task", vecs)
+    assert np.allclose(cos_p, [1, 0, 0.7071], atol=1e-3) and np.allclose(margin, [1, -1, 0], atol=1e-3)
+    assert np.allclose(probe, [4, -1, 5 * 0.7071 - 1], atol=1e-3)
+    assert not model.vector_features("Code", vecs)[0].any() and not model.vector_features("Approach", vecs)[2].any()
+
+    rng = np.random.default_rng(3)
+    col = PRESETS["empirical"][0]  # Task
+    direction = rng.normal(size=16).astype(np.float32)
+
+    def cells(signal: bool) -> list[_Cell]:
+        out = []
+        for i in range(60):
+            vecs = rng.normal(size=(6, 16)).astype(np.float32)
+            labels = np.zeros(6, dtype=bool)
+            if i % 4:
+                j = int(rng.integers(0, 6))
+                labels[j] = True
+                if signal:
+                    vecs[j] += 6.0 * direction / np.linalg.norm(direction)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            gold = {"paper_id": f"p{i}", "column": col.name, "not_stated": not i % 4}
+            out.append(_Cell(gold, col, ["The same sentence."] * 6, rng.normal(size=(6, len(FEATURES))).astype(np.float32), vecs, labels))
+        return out
+
+    found, blind = cross_validate(cells(True), 1.0, False), cross_validate(cells(False), 1.0, False)
+    assert found["holds_gold"] >= 0.9, found
+    assert blind["holds_gold"] <= 0.5, blind

@@ -5,7 +5,11 @@ column's question is generic ("Which datasets are used?") and the reader alone p
 about one cell in nine. The cell picker adds what a column is: for each preset column, a prototype (the mean
 MiniLM vector of the training cells' evidence sentences), and a logistic regression over
 - the reader's logit for (column question, sentence) with its neighbours,
-- the cosine of the sentence to the column's question and to the column's prototype,
+- the cosine of the sentence to the column's question and to the column's prototype, and that cosine less the
+  sentence's best cosine to the other columns' prototypes (a Task sentence states a problem, an Approach one
+  proposes; the margin tells them apart where both are near the paper's subject),
+- a per-column probe: a logistic regression on the sentence's MiniLM vector, fitted per column on the training
+  cells' candidates (for the training rows themselves, scores from probes fitted without their paper),
 - where the sentence is (abstract, page 1, relative page) and what it holds (a number, a URL),
 - the column's words: hashed (column, word) and (column, word pair) indicators, so it learns that a Datasets
   answer says "benchmark" or "evaluate on", a Compute answer "GPU", a Code answer "github",
@@ -34,7 +38,8 @@ from paperchat.settings import PROJECT_ROOT
 from paperchat.tables.columns import Column
 
 MODEL_DIR = PROJECT_ROOT / "models" / "table-cells"
-FEATURES = ["reader", "cos_question", "cos_prototype", "abstract", "first_page", "page_frac", "number", "url", "length", "position", "lead"]
+FEATURES = ["reader", "cos_question", "cos_prototype", "abstract", "first_page", "page_frac", "number", "url", "length", "position", "lead",
+            "proto_margin", "probe"]
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be by for from in is it its of on or the this that to was were with we our".split())
 _URL = re.compile(r"https?://|github|\.com\b|\.org\b|available at|publicly available|release", re.I)
@@ -88,18 +93,32 @@ class CellModel:
     bias: float
     not_stated_below: float
     words: dict[int, float] = field(default_factory=dict)  # hashed (column, word or word pair) -> weight
+    probes: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)  # column -> (weights on the vector, bias)
+
+    def vector_features(self, column: str, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The features read from the sentences' unit vectors: the cosine to the column's prototype, its margin
+        over the other columns' prototypes, and the column's probe (zeros for a column it was not trained for)."""
+        n = len(vectors)
+        proto = self.prototypes.get(column)
+        if proto is None or not n:
+            zero = np.zeros(n, dtype=np.float32)
+            return zero, zero, zero
+        cos_p = vectors @ proto
+        others = [vectors @ v for k, v in self.prototypes.items() if k != column]
+        margin = cos_p - np.max(others, axis=0) if others else np.zeros(n, dtype=np.float32)
+        probe = self.probes.get(column)
+        return cos_p, margin, (vectors @ probe[0] + probe[1]) if probe is not None else np.zeros(n, dtype=np.float32)
 
     def features(self, column: Column, texts: list[str], pages: list[int | None], reader: np.ndarray, vectors: np.ndarray, qvec: np.ndarray, n_pages: int,
                  positions: list[int] | None = None) -> np.ndarray:
         """One row of FEATURES per candidate (vectors and qvec unit-length; positions: each sentence's index in its
         chunk, the abstract's title being 0)."""
         pos = positions if positions is not None else [5] * len(texts)
-        proto = self.prototypes.get(column.name)
-        cos_p = vectors @ proto if proto is not None else np.zeros(len(texts), dtype=np.float32)
+        cos_p, margin, probe = self.vector_features(column.name, vectors)
         rows = [
             [float(reader[i]), float(vectors[i] @ qvec), float(cos_p[i]), float(p is None), float(p == 1),
              (p or 0) / max(n_pages, 1), float(bool(_NUM.search(t))), float(bool(_URL.search(t))), min(len(t), 400) / 400,
-             min(pos[i], 20) / 20, float(pos[i] <= 1)]
+             min(pos[i], 20) / 20, float(pos[i] <= 1), float(margin[i]), float(probe[i])]
             for i, (t, p) in enumerate(zip(texts, pages, strict=True))
         ]
         return np.asarray(rows, dtype=np.float32)
@@ -126,6 +145,7 @@ class CellModel:
             "mean": self.mean.tolist(), "scale": self.scale.tolist(), "coef": self.coef.tolist(), "bias": self.bias,
             "not_stated_below": self.not_stated_below,
             "words": {str(k): round(v, 5) for k, v in sorted(self.words.items()) if abs(v) >= 1e-4},
+            "probes": {k: {"w": w.round(6).tolist(), "b": round(b, 6)} for k, (w, b) in self.probes.items()},
         }
         (folder / "model.json").write_text(json.dumps(data))
         (folder / "training.json").write_text(json.dumps(meta, indent=1))
@@ -141,4 +161,5 @@ class CellModel:
             return None
         return cls({k: np.asarray(v, dtype=np.float32) for k, v in d["prototypes"].items()}, np.asarray(d["mean"], dtype=np.float32),
                    np.asarray(d["scale"], dtype=np.float32), np.asarray(d["coef"], dtype=np.float32), float(d["bias"]), float(d["not_stated_below"]),
-                   {int(k): float(v) for k, v in d.get("words", {}).items()})
+                   {int(k): float(v) for k, v in d.get("words", {}).items()},
+                   {k: (np.asarray(v["w"], dtype=np.float32), float(v["b"])) for k, v in d.get("probes", {}).items()})

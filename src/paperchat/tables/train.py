@@ -40,7 +40,7 @@ class _Cell:
     gold: dict[str, Any]
     column: Column
     texts: list[str]
-    dense: np.ndarray  # FEATURES per candidate (the prototype cosine left for the fit to fill)
+    dense: np.ndarray  # FEATURES per candidate (those read from the vectors left for the fit to fill)
     vecs: np.ndarray
     labels: np.ndarray
 
@@ -59,7 +59,9 @@ def read_cells(builder: TableBuilder, gold: list[dict[str, Any]]) -> list[_Cell]
 
 
 def _weights(cells: list[_Cell], c: float, words: bool) -> CellModel:
-    """Prototypes and the regression over FEATURES (and the columns' words), from cells; no threshold yet."""
+    """Prototypes, probes and the regression over FEATURES (and the columns' words), from cells; no threshold yet.
+    The regression's training rows take their probe scores from probes fitted without their paper (a probe
+    scores the sentences it was fitted on far too well: the regression would trust it blindly)."""
     from scipy import sparse
     from sklearn.linear_model import LogisticRegression
 
@@ -68,17 +70,19 @@ def _weights(cells: list[_Cell], c: float, words: bool) -> CellModel:
         if cell.labels.any():
             protos.setdefault(cell.column.name, []).extend(cell.vecs[cell.labels])
     prototypes = {k: (m := np.mean(v, axis=0)) / max(float(np.linalg.norm(m)), 1e-12) for k, v in protos.items()}
-    used = [cell for cell in cells if len(cell.texts)]
-    x = np.concatenate([_with_prototype(cell, prototypes) for cell in used])
-    y = np.concatenate([cell.labels for cell in used])
+    probes = _fit_probes(cells)
+    held_out = _probe_scores_held_out(cells)
+    used = [i for i, cell in enumerate(cells) if len(cell.texts)]
+    x = np.concatenate([_with_vectors(cells[i], prototypes, probes, held_out.get(i)) for i in used])
+    y = np.concatenate([cells[i].labels for i in used])
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     design = sparse.csr_matrix((x - mean) / scale)
     if words:
         rows, cols = [], []
         at = 0
-        for cell in used:
-            for t in cell.texts:
-                keys = word_keys(cell.column.name, t)
+        for i in used:
+            for t in cells[i].texts:
+                keys = word_keys(cells[i].column.name, t)
                 rows += [at] * len(keys)
                 cols += keys
                 at += 1
@@ -86,9 +90,40 @@ def _weights(cells: list[_Cell], c: float, words: bool) -> CellModel:
     clf = LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(design, y)
     coef = clf.coef_[0]
     word_w = {int(k): float(coef[len(FEATURES) + k]) for k in np.flatnonzero(coef[len(FEATURES):])} if words else {}
-    model = CellModel(prototypes, mean.astype(np.float32), scale.astype(np.float32), coef[: len(FEATURES)].astype(np.float32),
-                      float(clf.intercept_[0]), 0.0, word_w)
-    return model
+    return CellModel(prototypes, mean.astype(np.float32), scale.astype(np.float32), coef[: len(FEATURES)].astype(np.float32),
+                     float(clf.intercept_[0]), 0.0, word_w, probes)
+
+
+PROBE_C = 1.0  # the probes' regularisation (not tuned)
+
+
+def _fit_probes(cells: list[_Cell]) -> dict[str, tuple[np.ndarray, float]]:
+    """Per column, a logistic regression on the candidates' unit MiniLM vectors: answer or not."""
+    from sklearn.linear_model import LogisticRegression
+
+    by: dict[str, list[_Cell]] = {}
+    for cell in cells:
+        if len(cell.texts):
+            by.setdefault(cell.column.name, []).append(cell)
+    out: dict[str, tuple[np.ndarray, float]] = {}
+    for name, cs in by.items():
+        y = np.concatenate([cell.labels for cell in cs])
+        if y.any() and not y.all():
+            clf = LogisticRegression(C=PROBE_C, class_weight="balanced", max_iter=2000).fit(np.concatenate([cell.vecs for cell in cs]), y)
+            out[name] = (clf.coef_[0].astype(np.float32), float(clf.intercept_[0]))
+    return out
+
+
+def _probe_scores_held_out(cells: list[_Cell], folds: int = 5) -> dict[int, np.ndarray]:
+    """Each cell's probe scores from probes fitted on the other papers' cells (grouped folds)."""
+    out: dict[int, np.ndarray] = {}
+    for test, train in _paper_folds(cells, folds, seed=2):
+        probes = _fit_probes([cells[i] for i in train])
+        for i in test:
+            probe = probes.get(cells[i].column.name)
+            if probe is not None and len(cells[i].texts):
+                out[i] = cells[i].vecs @ probe[0] + probe[1]
+    return out
 
 
 def fit(cells: list[_Cell], c: float = 1.0, words: bool = True, folds: int = 3, ns_precision: float | None = None) -> CellModel:
@@ -128,10 +163,17 @@ def _paper_folds(cells: list[_Cell], folds: int, seed: int) -> list[tuple[list[i
     return out
 
 
-def _with_prototype(cell: _Cell, prototypes: dict[str, np.ndarray]) -> np.ndarray:
+def _with_vectors(cell: _Cell, prototypes: dict[str, np.ndarray], probes: dict[str, tuple[np.ndarray, float]],
+                  probe_scores: np.ndarray | None = None) -> np.ndarray:
+    """The cell's features with those read from its vectors filled in (prototype cosine and margin, probe);
+    `probe_scores`: the probe's scores to use instead (held out, for training rows)."""
     x = cell.dense.copy()
-    proto = prototypes.get(cell.column.name)
-    x[:, FEATURES.index("cos_prototype")] = cell.vecs @ proto if proto is not None else 0.0
+    if not len(cell.texts):
+        return x
+    cos_p, margin, probe = CellModel(prototypes, x[0], x[0], x[0], 0.0, 0.0, probes=probes).vector_features(cell.column.name, cell.vecs)
+    x[:, FEATURES.index("cos_prototype")] = cos_p
+    x[:, FEATURES.index("proto_margin")] = margin
+    x[:, FEATURES.index("probe")] = probe if probe_scores is None else probe_scores
     return x
 
 
@@ -140,7 +182,7 @@ def _scores(model: CellModel, cell: _Cell, read_top: int | None = None) -> tuple
     With `read_top`, only the candidates the builder would have the reader read (`CellModel.read_first`)."""
     if not len(cell.texts):
         return np.asarray([-99.0]), np.zeros(1, dtype=np.int64)
-    x = _with_prototype(cell, model.prototypes)
+    x = _with_vectors(cell, model.prototypes, model.probes)
     if read_top is None or len(cell.texts) <= read_top:
         return model.score(x, cell.column, cell.texts), np.arange(len(cell.texts))
     keep = model.read_first(x, cell.column, cell.texts, read_top)
