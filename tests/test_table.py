@@ -225,3 +225,19 @@ def test_the_cell_picker_reads_a_columns_direction_in_the_vectors() -> None:
     found, blind = cross_validate(cells(True), 1.0, False), cross_validate(cells(False), 1.0, False)
     assert found["holds_gold"] >= 0.9, found
     assert blind["holds_gold"] <= 0.5, blind
+
+
+def test_the_shipped_cell_picker_has_a_probe_per_preset_column_and_the_trainers_floor() -> None:
+    """models/table-cells was trained by the trainer as it stands: a probe and a prototype for every empirical
+    column, and the not-stated threshold chosen with the trainer's precision floor, which held on the held-out folds."""
+    from paperchat.tables.cells import MODEL_DIR
+    from paperchat.tables.train import NS_PRECISION
+
+    model = CellModel.load()
+    assert model is not None
+    names = {c.name for c in PRESETS["empirical"]}
+    assert set(model.probes) == names and set(model.prototypes) == names
+    assert all(w.shape == (384,) for w, _ in model.probes.values())
+    meta = json.loads((MODEL_DIR / "training.json").read_text())
+    assert meta["ns_precision"] == NS_PRECISION
+    assert meta["cross_validation"][meta["chosen"]]["not_stated_precision"] >= NS_PRECISION
