@@ -18,7 +18,7 @@ from paperchat.cli import main
 from paperchat.library import Library
 from paperchat.tables.builder import TableBuilder
 from paperchat.tables.cache import CellCache
-from paperchat.tables.cells import FEATURES, CellModel
+from paperchat.tables.cells import FEATURES, CellModel, answers
 from paperchat.tables.columns import MAX_PAPERS, PRESETS, Column, column_of, value_supported
 from tests.fake_llm import FakeLLM
 
@@ -241,3 +241,21 @@ def test_the_shipped_cell_picker_has_a_probe_per_preset_column_and_the_trainers_
     meta = json.loads((MODEL_DIR / "training.json").read_text())
     assert meta["ns_precision"] == NS_PRECISION
     assert meta["cross_validation"][meta["chosen"]]["not_stated_precision"] >= NS_PRECISION
+
+
+def test_the_picker_is_fitted_on_the_evidence_sentences_where_a_candidate_is_one() -> None:
+    """A short gold value is in sentences that do not answer the column: the picker is fitted on the evidence
+    sentence alone when a candidate is one, on every sentence holding the value when none is."""
+    import numpy as np
+
+    from paperchat.tables.train import _Cell
+
+    texts = ["We introduce ToolLLM, a framework for tool use.", "Open-source LLMs remain limited in tool use with real-world APIs.",
+             "We train on 16 GPUs."]
+    gold = {"paper_id": "p", "column": "Task", "not_stated": False, "gold_answer": "tool use", "answer_aliases": [],
+            "evidence": ["Open-source LLMs remain significantly limited in tool use, i.e., using real-world APIs."]}
+    labels = np.asarray([answers(t, None, gold) for t in texts])
+    cell = _Cell(gold, PRESETS["empirical"][0], texts, np.zeros((3, len(FEATURES)), np.float32), np.zeros((3, 4), np.float32), labels)
+    assert labels.tolist() == [True, True, False] and cell.fit_labels.tolist() == [False, True, False]
+    other = _Cell({**gold, "evidence": ["A sentence no candidate is."]}, cell.column, texts, cell.dense, cell.vecs, labels)
+    assert other.fit_labels.tolist() == [True, True, False]

@@ -62,7 +62,8 @@ def letters_and_digits(text: str) -> str:
     return "".join(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
 
 
-def _words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The lower-case words of a text (NFKC), without the stop words."""
     return set(_WORD.findall(unicodedata.normalize("NFKC", text).lower())) - _STOP
 
 
@@ -76,8 +77,8 @@ def answers(text: str, page: int | None, gold: dict[str, Any]) -> bool:
         return True
     pages = gold.get("gold_pages") or []
     for ev in gold.get("evidence", []):
-        w = _words(ev)
-        if w and len(w & _words(text)) / len(w) >= 0.5 and (not pages or page is None or page in pages):
+        w = content_words(ev)
+        if w and len(w & content_words(text)) / len(w) >= 0.5 and (not pages or page is None or page in pages):
             return True
     return False
 
