@@ -67,6 +67,11 @@ def content_words(text: str) -> set[str]:
     return set(_WORD.findall(unicodedata.normalize("NFKC", text).lower())) - _STOP
 
 
+def restates(evidence: set[str], text: str) -> bool:
+    """Whether a text holds half or more of an evidence sentence's content words (`content_words(evidence)`)."""
+    return bool(evidence) and len(evidence & content_words(text)) / len(evidence) >= 0.5
+
+
 def answers(text: str, page: int | None, gold: dict[str, Any]) -> bool:
     """Whether a candidate sentence is a gold cell's answer: it holds the gold value (or an alias), or it is one
     of the evidence sentences (half of its content words or more, on a gold page or in the abstract)."""
@@ -77,10 +82,25 @@ def answers(text: str, page: int | None, gold: dict[str, Any]) -> bool:
         return True
     pages = gold.get("gold_pages") or []
     for ev in gold.get("evidence", []):
-        w = content_words(ev)
-        if w and len(w & content_words(text)) / len(w) >= 0.5 and (not pages or page is None or page in pages):
+        if restates(content_words(ev), text) and (not pages or page is None or page in pages):
             return True
     return False
+
+
+def vector_features(column: str, vectors: np.ndarray, prototypes: dict[str, np.ndarray],
+                    probes: dict[str, tuple[np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The features read from the sentences' unit vectors: the cosine to the column's prototype, its margin over
+    the other columns' prototypes, and the column's probe (zeros for a column without a prototype)."""
+    n = len(vectors)
+    proto = prototypes.get(column)
+    if proto is None or not n:
+        zero = np.zeros(n, dtype=np.float32)
+        return zero, zero, zero
+    cos_p = vectors @ proto
+    others = [vectors @ v for k, v in prototypes.items() if k != column]
+    margin = cos_p - np.max(others, axis=0) if others else np.zeros(n, dtype=np.float32)
+    probe = probes.get(column)
+    return cos_p, margin, (vectors @ probe[0] + probe[1]) if probe is not None else np.zeros(n, dtype=np.float32)
 
 
 @dataclass
@@ -97,18 +117,8 @@ class CellModel:
     probes: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)  # column -> (weights on the vector, bias)
 
     def vector_features(self, column: str, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The features read from the sentences' unit vectors: the cosine to the column's prototype, its margin
-        over the other columns' prototypes, and the column's probe (zeros for a column it was not trained for)."""
-        n = len(vectors)
-        proto = self.prototypes.get(column)
-        if proto is None or not n:
-            zero = np.zeros(n, dtype=np.float32)
-            return zero, zero, zero
-        cos_p = vectors @ proto
-        others = [vectors @ v for k, v in self.prototypes.items() if k != column]
-        margin = cos_p - np.max(others, axis=0) if others else np.zeros(n, dtype=np.float32)
-        probe = self.probes.get(column)
-        return cos_p, margin, (vectors @ probe[0] + probe[1]) if probe is not None else np.zeros(n, dtype=np.float32)
+        """`vector_features` with this model's prototypes and probes."""
+        return vector_features(column, vectors, self.prototypes, self.probes)
 
     def features(self, column: Column, texts: list[str], pages: list[int | None], reader: np.ndarray, vectors: np.ndarray, qvec: np.ndarray, n_pages: int,
                  positions: list[int] | None = None) -> np.ndarray:

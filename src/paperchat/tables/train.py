@@ -13,6 +13,7 @@ import json
 import pickle
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from paperchat.errors import InputError
 from paperchat.ingestion.records import read_records
 from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.tables.builder import TableBuilder, candidate_rows, page_count
-from paperchat.tables.cells import FEATURES, MODEL_DIR, WORD_BUCKETS, CellModel, answers, content_words, word_keys
+from paperchat.tables.cells import FEATURES, MODEL_DIR, WORD_BUCKETS, CellModel, answers, content_words, restates, vector_features, word_keys
 from paperchat.tables.columns import Column, column_of
 
 # "not stated" only where the held-out folds were right at least this often: a wrong "not stated" hides a value the
@@ -45,7 +46,7 @@ class _Cell:
     vecs: np.ndarray
     labels: np.ndarray  # each candidate answers the gold cell, as `paperchat eval table` scores a quote
 
-    @property
+    @cached_property
     def fit_labels(self) -> np.ndarray:
         """The labels the picker is fitted on: the candidates that are one of the cell's evidence sentences (half of
         its content words or more), or `labels` where no candidate is. `labels` also counts any sentence holding the
@@ -55,8 +56,8 @@ class _Cell:
         not-stated precision 0.904 -> 0.905, recall 0.633 -> 0.663 (Task alone: 0.612; Task and Approach: 0.620)."""
         if self.gold.get("not_stated") or not len(self.texts):
             return self.labels
-        evidence = [w for w in (content_words(e) for e in self.gold.get("evidence", [])) if w]
-        strict = np.asarray([any(len(w & content_words(t)) / len(w) >= 0.5 for w in evidence) for t in self.texts], dtype=bool)
+        evidence = [content_words(e) for e in self.gold.get("evidence", [])]
+        strict = np.asarray([any(restates(w, t) for w in evidence) for t in self.texts], dtype=bool)
         return strict if strict.any() else self.labels
 
 
@@ -185,7 +186,7 @@ def _with_vectors(cell: _Cell, prototypes: dict[str, np.ndarray], probes: dict[s
     x = cell.dense.copy()
     if not len(cell.texts):
         return x
-    cos_p, margin, probe = CellModel(prototypes, x[0], x[0], x[0], 0.0, 0.0, probes=probes).vector_features(cell.column.name, cell.vecs)
+    cos_p, margin, probe = vector_features(cell.column.name, cell.vecs, prototypes, probes)
     x[:, FEATURES.index("cos_prototype")] = cos_p
     x[:, FEATURES.index("proto_margin")] = margin
     x[:, FEATURES.index("probe")] = probe if probe_scores is None else probe_scores
