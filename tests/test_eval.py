@@ -78,6 +78,14 @@ def test_holds_reads_the_words_not_the_string() -> None:
     assert M.holds(later, golds)[0] == 1.0 and M.holds_first(later, golds)[0] == 0.0
 
 
+def test_the_quoting_ceiling_is_what_the_evidence_itself_scores() -> None:
+    evidence = "Since each API has a fixed response format, we use ChatGPT to analyze one response example and remove unimportant keys."
+    assert M.quoting_ceiling(evidence, ["ChatGPT analyzes one example response and removes unimportant keys"]) == (0.0, 0.0)  # other words
+    assert M.quoting_ceiling(evidence, ["remove unimportant keys"]) == (1.0, 1.0)  # the paper's words
+    assert M.quoting_ceiling(evidence, ["unimportant keys removed by ChatGPT"]) == (0.0, 0.0)  # "removed" is not in it
+    assert M.quoting_ceiling(evidence, ["ChatGPT, unimportant keys, remove"]) == (0.0, 1.0)  # every word, another order
+
+
 def test_evidence_quoted_reads_the_paper_words() -> None:
     # val-2203.14465-2: the gold answer is paraphrased ("No; the hint is left out ..."), the answer quotes the paper
     evidence = (

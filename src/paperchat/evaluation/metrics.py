@@ -162,6 +162,14 @@ def holds(prediction: str, golds: Sequence[str]) -> Metric:
     return 0.0, "no gold answer or alias has all its words in the answer"
 
 
+def quoting_ceiling(evidence: str, golds: Sequence[str]) -> tuple[float, float]:
+    """`contains` and `holds` of the question's evidence sentence itself: the most an answer that quotes the paper
+    can score on this question. A gold answer written in other words than the paper's ("ChatGPT drops unimportant
+    keys" for "we use ChatGPT to ... remove unimportant keys") is in no sentence of the paper, so a set's mean
+    ceiling says how much of its contains-gold an extractive answerer can reach at all."""
+    return contains(evidence, golds)[0], holds(evidence, golds)[0]
+
+
 def holds_first(answer: str, golds: Sequence[str]) -> Metric:
     """`holds` for the answer's first sentence alone: the fact is stated first."""
     first = next(iter(answer_sentences(answer)), "")

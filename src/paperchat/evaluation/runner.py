@@ -111,6 +111,8 @@ def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tup
             if q.scope == "paper" and q.evidence:  # a refusal's "nearest passage" is not an answer
                 put("answer.evidence_first", M.evidence_first(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
                 put("answer.evidence_quoted", M.evidence_quoted(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
+                # what the evidence sentence itself scores (no reason: a ceiling of the set, not a fault of the answer)
+                m["answer.ceiling_contains"], m["answer.ceiling_holds"] = M.quoting_ceiling(q.evidence, golds)
             if q.scope == "paper":
                 rank, why_rank = M.first_gold_rank(ans.answer, golds)
                 m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
@@ -171,6 +173,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "holds_first": _mean(rows, "answer.holds_first"),
             "evidence_first": _mean(rows, "answer.evidence_first"),
             "evidence_quoted": _mean(rows, "answer.evidence_quoted"),
+            "ceiling_contains": _mean(rows, "answer.ceiling_contains"),
+            "ceiling_holds": _mean(rows, "answer.ceiling_holds"),
             "abstention_accuracy": _mean(rows, "answer.abstention_accuracy"),
             "right_refusals": _count(rows, "answer.abstention_accuracy"),
             "wrong_refusals": _count(rows, "answer.wrong_refusal"),
