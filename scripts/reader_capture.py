@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 
 def main() -> int:
@@ -26,42 +25,30 @@ def main() -> int:
     import paperchat.answering as answering
     from paperchat.answering.select import combine_row
     from paperchat.assistant import Assistant
+    from paperchat.evaluation.lab import recording
     from paperchat.evaluation.metrics import quotes_evidence
     from paperchat.evaluation.questions import load_set
     from paperchat.settings import load_settings
     from paperchat.types import Scope
 
-    calls: list[Any] = []
-    orig = answering.rank
-
-    def capture(*a: Any, **k: Any) -> Any:
-        out = orig(*a, **k)
-        calls.append((a, out))
-        return out
-
-    answering.rank = capture  # type: ignore[assignment]
     core = Assistant(load_settings().model_copy(update={"reader": "on"}))
     res = []
-    for setf in args.sets:
-        qs, _, _ = load_set(setf)
-        for q in qs:
-            if not q.pdf:
-                continue
-            paper = core.paper_for_pdf(args.data / "pdfs" / q.pdf)
-            if paper is None:
-                print(f"{q.pdf} is not in the store", file=sys.stderr)
-                return 2
-            calls.clear()
-            core.ask(q.question, Scope.for_paper(paper.id))
-            ranked = [c for c in calls if c[1] and c[1][0].reader is not None]
-            ev = q.evidence or ""
-            read = []
-            if ranked:
-                for s in ranked[-1][1]:
-                    if s.reader is None:
-                        continue
-                    read.append({**combine_row(s), "gold": bool(ev) and quotes_evidence(s.text, ev)})
-            res.append({"id": q.id, "set": setf.name, "pdf": q.pdf, "unanswerable": bool(q.unanswerable), "read": read})
+    with recording(answering, "rank") as calls:
+        for setf in args.sets:
+            qs, _, _ = load_set(setf)
+            for q in qs:
+                if not q.pdf:
+                    continue
+                paper = core.paper_for_pdf(args.data / "pdfs" / q.pdf)
+                if paper is None:
+                    print(f"{q.pdf} is not in the store", file=sys.stderr)
+                    return 2
+                calls.clear()
+                core.ask(q.question, Scope.for_paper(paper.id))
+                ranked = [out for _, _, out in calls if out and out[0].reader is not None]  # the rankings the reader read
+                ev = q.evidence or ""
+                read = [{**combine_row(s), "gold": bool(ev) and quotes_evidence(s.text, ev)} for s in (ranked[-1] if ranked else []) if s.reader is not None]
+                res.append({"id": q.id, "set": setf.name, "pdf": q.pdf, "unanswerable": bool(q.unanswerable), "read": read})
     args.out.write_text(json.dumps(res))
     print(f"{len(res)} questions captured")
     return 0

@@ -77,23 +77,15 @@ def main() -> int:
     import paperchat.answering as answering
     from paperchat.answering.select import READ_TOP, neighbours_of
     from paperchat.assistant import Assistant
+    from paperchat.evaluation.lab import recording
     from paperchat.settings import load_settings
     from paperchat.types import Scope
 
-    calls: list[tuple[object, object]] = []
-    orig = answering.rank
-
-    def capture(focus, cands, *a, **k):  # type: ignore[no-untyped-def]
-        out = orig(focus, cands, *a, **k)
-        calls.append((cands, out))
-        return out
-
-    answering.rank = capture  # type: ignore[assignment]
     core = Assistant(load_settings().model_copy(update={"reader": "off"}))
     papers: dict[str, object] = {}
     n = kept = 0
     t0 = time.perf_counter()
-    with open(args.out, "w", encoding="utf-8") as fh:
+    with recording(answering, "rank") as calls, open(args.out, "w", encoding="utf-8") as fh:
         for f in files:
             for line in open(f, encoding="utf-8"):
                 row = json.loads(line)
@@ -111,7 +103,7 @@ def main() -> int:
                 core.ask(row["question"], Scope.for_paper(paper.id))  # type: ignore[attr-defined]
                 if not calls:
                     continue
-                cands, out = calls[-1]
+                (_, cands, *_), _, out = calls[-1]
                 where = {(c.n, c.position): j for j, c in enumerate(cands)}  # type: ignore[attr-defined]
                 negs = []
                 for s in out[:READ_TOP]:  # type: ignore[index]

@@ -32,31 +32,25 @@ def main() -> int:
     args = ap.parse_args()
     from paperchat.answering import evidence as E
     from paperchat.assistant import Assistant
+    from paperchat.evaluation.lab import recording
     from paperchat.evaluation.questions import load_set
     from paperchat.evaluation.runner import question_scope
     from paperchat.settings import load_settings
 
-    last: dict[str, Any] = {}
-    original = E.Refusal.refuse
-
-    def recording(self: Any, ev: Any) -> bool:
-        last["ev"], last["rule"] = ev, self
-        return original(self, ev)
-
-    E.Refusal.refuse = recording  # type: ignore[method-assign]
     assistant = Assistant(load_settings())
     rows: list[dict[str, Any]] = []
-    for path in args.sets:
-        questions, _, _ = load_set(path)
-        for q in questions:
-            if q.scope != "paper":
-                continue
-            last.clear()
-            assistant.ask(q.question, question_scope(assistant, q, args.data))
-            if "ev" in last:
-                rows.append({"id": q.id, "set": path.name, "unanswerable": bool(q.unanswerable), "question": q.question,
-                             "ev": {k: getattr(last["ev"], k) for k in FIELDS}, "rule": dict(last["rule"].__dict__)})
-    E.Refusal.refuse = original  # type: ignore[method-assign]
+    with recording(E.Refusal, "refuse") as calls:
+        for path in args.sets:
+            questions, _, _ = load_set(path)
+            for q in questions:
+                if q.scope != "paper":
+                    continue
+                calls.clear()
+                assistant.ask(q.question, question_scope(assistant, q, args.data))
+                if calls:
+                    (rule, ev), _, _ = calls[-1]
+                    rows.append({"id": q.id, "set": path.name, "unanswerable": bool(q.unanswerable), "question": q.question,
+                                 "ev": {k: getattr(ev, k) for k in FIELDS}, "rule": dict(rule.__dict__)})
     if args.save:
         args.save.write_bytes(pickle.dumps(rows))
     if not rows:

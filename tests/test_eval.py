@@ -86,6 +86,29 @@ def test_the_quoting_ceiling_is_what_the_evidence_itself_scores() -> None:
     assert M.quoting_ceiling(evidence, ["ChatGPT, unimportant keys, remove"]) == (0.0, 1.0)  # every word, another order
 
 
+def test_recording_records_calls_and_puts_the_original_back() -> None:
+    import types
+
+    from paperchat.evaluation.lab import recording
+
+    mod = types.SimpleNamespace(double=lambda x, k=1: 2 * x * k)
+    original = mod.double
+    with recording(mod, "double") as calls:
+        assert mod.double(3) == 6 and mod.double(1, k=5) == 10  # the calls still answer as before
+    assert calls == [((3,), {}, 6), ((1,), {"k": 5}, 10)] and mod.double is original
+
+    class Rule:
+        def refuse(self, ev: float) -> bool:
+            return ev < 0.5
+
+    with pytest.raises(ZeroDivisionError), recording(Rule, "refuse") as got:
+        r = Rule()
+        assert r.refuse(0.2) is True
+        _ = 1 / 0
+    assert got == [((r, 0.2), {}, True)] and Rule.refuse is not None and Rule().refuse(0.9) is False
+    assert "wrapper" not in Rule.refuse.__qualname__  # put back after the error too
+
+
 def test_evidence_quoted_reads_the_paper_words() -> None:
     # val-2203.14465-2: the gold answer is paraphrased ("No; the hint is left out ..."), the answer quotes the paper
     evidence = (

@@ -61,8 +61,7 @@ def test_topic_scope_date_window_and_diversity(demo_library: Library) -> None:
 def fused_only(library: Library, params: RetrievalSettings | None = None) -> Retriever:
     """A retriever without the paper reranker (on by default since Stop 39): the fusion's own scores, whose
     properties these tests check."""
-    return Retriever(library.ready_index, library.embedder, library.store, library.catalog, library.settings.data_dir / "cache",
-                     params or library.settings.retrieval)
+    return Retriever.of(library, params, rerank=False)
 
 
 def test_topic_is_a_soft_prior(demo_library: Library) -> None:

@@ -55,10 +55,10 @@ class Retriever:
         self._titles: TitleField | None = None
 
     @classmethod
-    def of(cls, library: Library, params: RetrievalSettings | None = None) -> Retriever:
-        """A retriever over an open library's parts."""
+    def of(cls, library: Library, params: RetrievalSettings | None = None, rerank: bool = True) -> Retriever:
+        """A retriever over an open library's parts (`rerank` False: without the paper reranker, the fused order)."""
         return cls(library.ready_index, library.embedder, library.store, library.catalog, library.settings.data_dir / "cache",
-                   params or library.settings.retrieval, paper_reranker(library.settings))
+                   params or library.settings.retrieval, paper_reranker(library.settings) if rerank else None)
 
     def _title_field(self, lex: SearchSnapshot) -> TitleField:
         """The title field of this snapshot: from memory, else from data_dir/cache (a cold CLI start then

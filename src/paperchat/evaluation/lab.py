@@ -8,7 +8,8 @@ copied subset of the library, the raw Chroma collection for naive baselines, and
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,28 @@ from paperchat.providers.devices import device_of
 from paperchat.retrieval import Retriever
 from paperchat.settings import RetrievalSettings, Settings
 from paperchat.types import Hit, Paper, Scope
+
+Call = tuple[tuple[Any, ...], dict[str, Any], Any]  # (args, kwargs, result)
+
+
+@contextmanager
+def recording(owner: Any, name: str) -> Iterator[list[Call]]:
+    """Record every call of `owner.name` (a module's function or a class's method, whose args then start with
+    self) as (args, kwargs, result) while inside, and put the original back after, even on an error: what the
+    capture scripts read from inside `ask` without a hook in the app."""
+    original = getattr(owner, name)
+    calls: list[Call] = []
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        calls.append((args, kwargs, out))
+        return out
+
+    setattr(owner, name, wrapper)
+    try:
+        yield calls
+    finally:
+        setattr(owner, name, original)
 
 
 class Lab:
