@@ -104,13 +104,13 @@ def main() -> int:
                 if not calls:
                     continue
                 (_, cands, *_), _, out = calls[-1]
-                where = {(c.n, c.position): j for j, c in enumerate(cands)}  # type: ignore[attr-defined]
+                where = {(c.n, c.position): j for j, c in enumerate(cands)}
                 negs = []
-                for s in out[:READ_TOP]:  # type: ignore[index]
+                for s in out[:READ_TOP]:
                     c = s.cand
                     if c.page == int(row["page"]) or _overlap(gold, c.text) >= 0.5:
                         continue
-                    negs.append({"page": c.page, "text": c.text, "context": neighbours_of(cands, where[(c.n, c.position)])})  # type: ignore[arg-type]
+                    negs.append({"page": c.page, "text": c.text, "context": neighbours_of(cands, where[(c.n, c.position)])})
                 negs = negs[: args.keep]
                 fh.write(json.dumps({"id": row["id"], "negatives": negs}, ensure_ascii=False) + "\n")
                 n += 1

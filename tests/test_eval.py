@@ -84,6 +84,12 @@ def test_the_quoting_ceiling_is_what_the_evidence_itself_scores() -> None:
     assert M.quoting_ceiling(evidence, ["remove unimportant keys"]) == (1.0, 1.0)  # the paper's words
     assert M.quoting_ceiling(evidence, ["unimportant keys removed by ChatGPT"]) == (0.0, 0.0)  # "removed" is not in it
     assert M.quoting_ceiling(evidence, ["ChatGPT, unimportant keys, remove"]) == (0.0, 1.0)  # every word, another order
+    from paperchat.evaluation.questions import Question
+    from paperchat.evaluation.runner import ceiling
+
+    q = Question(id="q", scope="paper", question="How are long API outputs trimmed?", gold_answer="remove unimportant keys", evidence=evidence)
+    assert ceiling(q) == {"answer.ceiling_contains": 1.0, "answer.ceiling_holds": 1.0}
+    assert ceiling(q.model_copy(update={"unanswerable": True})) == {} and ceiling(q.model_copy(update={"evidence": ""})) == {}
 
 
 def test_recording_records_calls_and_puts_the_original_back() -> None:
@@ -101,12 +107,12 @@ def test_recording_records_calls_and_puts_the_original_back() -> None:
         def refuse(self, ev: float) -> bool:
             return ev < 0.5
 
+    refuse = Rule.refuse
     with pytest.raises(ZeroDivisionError), recording(Rule, "refuse") as got:
         r = Rule()
         assert r.refuse(0.2) is True
         _ = 1 / 0
-    assert got == [((r, 0.2), {}, True)] and Rule.refuse is not None and Rule().refuse(0.9) is False
-    assert "wrapper" not in Rule.refuse.__qualname__  # put back after the error too
+    assert got == [((r, 0.2), {}, True)] and Rule.refuse is refuse and Rule().refuse(0.9) is False  # put back after the error too
 
 
 def test_evidence_quoted_reads_the_paper_words() -> None:

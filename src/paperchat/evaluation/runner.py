@@ -72,6 +72,17 @@ def question_scope(assistant: Assistant, q: Question, data: Path | None) -> Scop
     return Scope.for_topic(q.topic)
 
 
+def ceiling(q: Question) -> dict[str, float | None]:
+    """What the question's evidence sentence itself scores on contains-gold and holds (`metrics.quoting_ceiling`),
+    for an answerable paper question with a gold answer and an evidence sentence; from the question alone, so a
+    question whose ask failed counts too. No reason is kept: it is a property of the set, not a fault of the answer.
+    An answer can score above it on a question when another sentence it quotes holds the gold words too."""
+    if q.scope != "paper" or q.unanswerable or not q.gold_answer or not q.evidence:
+        return {}
+    c, h = M.quoting_ceiling(q.evidence, [q.gold_answer, *q.answer_aliases])
+    return {"answer.ceiling_contains": c, "answer.ceiling_holds": h}
+
+
 def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tuple[dict[str, float | None], dict[str, str]]:
     """Every metric that applies to this question (None where it does not), with reasons; `judged` are the
     question's graded paper judgments, when a judgment file has them."""
@@ -111,13 +122,12 @@ def score(q: Question, ans: Answer, judged: dict[str, int] | None = None) -> tup
             if q.scope == "paper" and q.evidence:  # a refusal's "nearest passage" is not an answer
                 put("answer.evidence_first", M.evidence_first(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
                 put("answer.evidence_quoted", M.evidence_quoted(ans.answer, q.evidence) if not ans.abstained else (0.0, "refused"))
-                # what the evidence sentence itself scores (no reason: a ceiling of the set, not a fault of the answer)
-                m["answer.ceiling_contains"], m["answer.ceiling_holds"] = M.quoting_ceiling(q.evidence, golds)
             if q.scope == "paper":
                 rank, why_rank = M.first_gold_rank(ans.answer, golds)
                 m["answer.first_gold_rank"], why["answer.first_gold_rank"] = (rank or None), why_rank
                 m["answer.gold_in_first"] = 1.0 if rank == 1.0 else 0.0
         correct = not ans.abstained and ((m.get("answer.contains") or 0) >= 1.0 or (m.get("answer.f1") or 0) >= 0.5)
+    m.update(ceiling(q))
     m["answer.answered"] = 0.0 if ans.abstained else 1.0
     m["answer.correct"] = 1.0 if correct else 0.0
     total_marks = len(ans.citations) + len(ans.dropped_citations)
@@ -243,7 +253,7 @@ def run(
                 reasons["judge"] = why
             row.update(answer=ans.to_json(), metrics=metrics, reasons=reasons, error=None)
         except PaperchatError as exc:
-            row.update(answer=None, metrics={"answer.answered": 0.0, "answer.correct": 0.0}, reasons={}, error=str(exc))
+            row.update(answer=None, metrics={"answer.answered": 0.0, "answer.correct": 0.0, **ceiling(q)}, reasons={}, error=str(exc))
         rows.append(row)
     summary = summarize(rows)
     by_set: dict[str, list[dict[str, Any]]] = defaultdict(list)
