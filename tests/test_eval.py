@@ -314,3 +314,16 @@ def test_judge_grades_through_an_openai_endpoint(built_library: Library, tmp_pat
         bad = settings.model_copy(update={"judge": "openai:fake-judge", "llm_base_url": llm.url, "llm_max_retries": 0})
         summary = run([qset], bad, SHARED, None, judge=True)
     assert summary["judge"] == {"correct": None, "faithful": None}
+
+
+def test_paper_retrieval_depth_counts_the_first_chunk_quoting_the_evidence() -> None:
+    """scripts/paper_retrieval_depth.py (Stop 42's diagnostic): the rank is the first chunk that quotes the evidence,
+    and each depth counts the questions whose evidence ranks above it (a miss counts against every depth)."""
+    from .conftest import load_script
+
+    depth = load_script("paper_retrieval_depth")
+    assert depth.first_rank([False, False, True, True]) == 2
+    assert depth.first_rank([False, False]) is None
+    line = depth.shares([0, 7, 15, None], [True, False, False, True], 40)
+    assert line == "evidence@5 0.250 evidence@10 0.500 evidence@20 0.750 evidence@40 0.750 page@5 0.500"
+    assert depth.shares([3], [True], 10).startswith("evidence@5 1.000 evidence@10 1.000 page@5")
