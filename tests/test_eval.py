@@ -242,6 +242,12 @@ def test_run_end_to_end_and_compare(built_library: Library, tmp_path: Path) -> N
     out2 = tmp_path / "run2"
     summary2 = run([qset], refusing, SHARED, out2)
     assert summary2["retrieval"] == summary["retrieval"] and summary2["citations"]["validity"] is None  # same hits, no answers
+    # a paper question reads as many chunks as the app would (retrieval.k), not the topic questions' ten
+    few = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"k": 3})})
+    summary3 = run([qset], few, SHARED, tmp_path / "run3")
+    assert summary3["run"]["paper_k"] == 3 and summary["run"]["paper_k"] == settings.retrieval.k == 10
+    read = [json.loads(line)["answer"]["sources"] for line in (tmp_path / "run3" / "results.jsonl").read_text().splitlines()]
+    assert max(map(len, read)) <= 3 < max(len(json.loads(line)["answer"]["sources"]) for line in lines)
     before = {r["id"]: r["metrics"]["answer.correct"] for r in map(json.loads, lines)}
     after = {r["id"]: r["metrics"]["answer.correct"] for r in map(json.loads, (out2 / "results.jsonl").read_text().splitlines())}
     changed = [q for q in before if before[q] != after[q]]

@@ -32,7 +32,7 @@ def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path |
     rows = []
     for q in questions:
         scope = question_scope(assistant, q, data)
-        hits = search(q.question, scope, EVAL_K)
+        hits = search(q.question, scope, EVAL_K if scope.kind != "paper" else assistant.settings.retrieval.k)  # as `eval run` asks
         row: dict[str, Any] = {
             "id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0),
         }

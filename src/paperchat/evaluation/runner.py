@@ -26,7 +26,7 @@ from paperchat.settings import PROJECT_ROOT, Settings
 from paperchat.text import percentile
 from paperchat.types import Answer, Scope
 
-EVAL_K = 10  # sources per question: recall@10 needs ten
+EVAL_K = 10  # sources per topic question: recall@10 needs ten (a paper question reads what the app reads: retrieval.k)
 
 
 def code_version() -> str:
@@ -239,7 +239,7 @@ def run(
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
         try:
             scope = question_scope(assistant, q, data)
-            ans = assistant.ask(q.question, scope, k=EVAL_K)
+            ans = assistant.ask(q.question, scope, k=EVAL_K if scope.kind != "paper" else settings.retrieval.k)
             metrics, reasons = score(q, ans, judged.get(q.id))
             if q.scope == "topic" and q.gold_papers:  # recall@20: the same retrieval, twenty deep (the answer reads ten)
                 try:
@@ -270,6 +270,7 @@ def run(
         "model": assistant.answerer().model,
         "judge": grader.model if grader is not None else None,
         "k": EVAL_K,
+        "paper_k": settings.retrieval.k,
         "sets_sha256": shas,
         "judgments_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in judgments},
         "code_version": code_version(),
