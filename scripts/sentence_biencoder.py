@@ -112,7 +112,8 @@ def rank(args: argparse.Namespace) -> int:
     from paperchat.reader.data import pypdf_page_text
 
     torch.set_num_threads(2)
-    qs = [q for s in args.sets for q in load_set(s)[0] if q.pdf and not q.unanswerable and q.evidence and not q.pdf.startswith(TRAINED)]
+    everything = [q for s in args.sets for q in load_set(s)[0]]
+    qs = [q for q in everything if q.pdf and not q.unanswerable and q.evidence and not q.pdf.startswith(TRAINED)]
     pages: dict[str, list[str]] = {}
     for pdf in sorted({q.pdf for q in qs if q.pdf}):
         path = args.data / "pdfs" / pdf
@@ -129,16 +130,15 @@ def rank(args: argparse.Namespace) -> int:
         n = len(ranks) or 1
         print(f"{name}: {len(ranks)} questions, " + " ".join(f"top{k} {sum(1 for r in ranks if r is not None and r < k) / n:.3f}" for k in (1, 5, 10, 20)))
     if args.capture:
-        combined(args, models["tuned"])
+        combined(args, models["tuned"], {q.id: q.question for q in everything})
     return 0
 
 
-def combined(args: argparse.Namespace, model: Any) -> None:
-    """The fitted combination with and without the tuned cosine, top-1 cross-validated by PDF."""
+def combined(args: argparse.Namespace, model: Any, text: dict[str, str]) -> None:
+    """The fitted combination with and without the tuned cosine, top-1 cross-validated by PDF (`text`: every question
+    of the sets, by id)."""
     from paperchat.answering import combine as C
-    from paperchat.evaluation.questions import load_set
 
-    text = {q.id: q.question for s in args.sets for q in load_set(s)[0]}
     base, extra, seen = [], [], set()
     for q in json.loads(args.capture.read_text()):
         if q["unanswerable"] or not q["read"] or q["id"] in seen or q["id"] not in text or str(q["pdf"]).startswith(TRAINED):
@@ -149,13 +149,8 @@ def combined(args: argparse.Namespace, model: Any) -> None:
         base.append((x, y, str(q["pdf"])))
         extra.append((np.hstack([x, np.stack([cos, cos - cos.max()], axis=1)]), y, str(q["pdf"])))
     without = [C.cross_validate(base, 0.1, seed=s) for s in (0, 1, 2)]
-    names = C.FEATURES
-    C.FEATURES = (*names, "tuned_cosine", "tuned_gap")  # cross_validate sizes its weights by FEATURES
-    try:
-        with_it = [C.cross_validate(extra, 0.1, seed=s) for s in (0, 1, 2)]
-        alone = C.top1(lambda x: x[:, len(names)], extra)
-    finally:
-        C.FEATURES = names
+    with_it = [C.cross_validate(extra, 0.1, seed=s) for s in (0, 1, 2)]
+    alone = C.top1(lambda x: x[:, len(C.FEATURES)], extra)  # the tuned cosine, the first column after the 17
     print(f"combination, top-1 of {len(base)} cross-validated by PDF (seeds 0/1/2): without {without}, "
           f"with the tuned cosine {with_it}; the tuned cosine alone {alone}")
 

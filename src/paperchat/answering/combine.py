@@ -88,7 +88,7 @@ def fit(items: Sequence[Item], l2: float = 0.1, iters: int = 300, lr: float = 0.
     xs = np.concatenate([x for x, _, _ in items])
     mu, sd = xs.mean(0), xs.std(0) + 1e-6
     train = [((x - mu) / sd, y) for x, y, _ in items if y.sum() > 0]
-    w, m, v = np.zeros(len(FEATURES)), np.zeros(len(FEATURES)), np.zeros(len(FEATURES))
+    w, m, v = np.zeros(xs.shape[1]), np.zeros(xs.shape[1]), np.zeros(xs.shape[1])  # one weight per feature column
     for t in range(1, iters + 1):
         g = l2 * w
         for x, y in train:

@@ -22,7 +22,7 @@ from typing import Any
 from paperchat.assistant import Assistant
 from paperchat.evaluation.lab import Lab
 from paperchat.evaluation.questions import Question
-from paperchat.evaluation.runner import EVAL_K, question_scope
+from paperchat.evaluation.runner import eval_k, question_scope
 
 
 def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path | None, evidence: bool = False) -> list[dict[str, Any]]:
@@ -32,7 +32,7 @@ def top_scores(assistant: Assistant, questions: Sequence[Question], data: Path |
     rows = []
     for q in questions:
         scope = question_scope(assistant, q, data)
-        hits = search(q.question, scope, EVAL_K if scope.kind != "paper" else assistant.settings.retrieval.k)  # as `eval run` asks
+        hits = search(q.question, scope, eval_k(scope, assistant.settings))  # as `eval run` asks
         row: dict[str, Any] = {
             "id": q.id, "scope": q.scope, "unanswerable": bool(q.unanswerable), "top_dense": max((h.dense or 0.0 for h in hits), default=0.0),
         }

@@ -29,6 +29,12 @@ from paperchat.types import Answer, Scope
 EVAL_K = 10  # sources per topic question: recall@10 needs ten (a paper question reads what the app reads: retrieval.k)
 
 
+def eval_k(scope: Scope, settings: Settings) -> int:
+    """The sources a question of this scope is asked with: ten for topic questions (recall@10), `retrieval.k`
+    for a paper question, as the app asks it."""
+    return settings.retrieval.k if scope.kind == "paper" else EVAL_K
+
+
 def code_version() -> str:
     """The package version and, in a git checkout, the short commit."""
     try:
@@ -239,7 +245,7 @@ def run(
         row: dict[str, Any] = {"id": q.id, "set": q.set_name, "scope": q.scope, "topic": q.topic, "kind": q.kind, "question": q.question}
         try:
             scope = question_scope(assistant, q, data)
-            ans = assistant.ask(q.question, scope, k=EVAL_K if scope.kind != "paper" else settings.retrieval.k)
+            ans = assistant.ask(q.question, scope, k=eval_k(scope, settings))
             metrics, reasons = score(q, ans, judged.get(q.id))
             if q.scope == "topic" and q.gold_papers:  # recall@20: the same retrieval, twenty deep (the answer reads ten)
                 try:
